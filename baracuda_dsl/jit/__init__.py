@@ -1,0 +1,65 @@
+"""Per-SKU JIT and the prebuildable cubin cache.
+
+``kernel(template, knobs, ordinal)`` is the one entry the plans use: an in-process table first,
+then the on-disk cache (no DSL import needed), then — unless ``BARACUDA_DSL_JIT=0`` — a compile in
+a worker process for the device's own arch, stored in the cache for next time.  With JIT disabled a
+miss raises :class:`~baracuda_dsl.errors.KernelNotCachedError` naming the prebuild command.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Dict, Tuple
+
+from ..errors import KernelNotCachedError
+from ..vocabulary import ArchSku
+from .abi import Param, params
+from .cache import Artifact, KernelCache, default_cache_dir, installed_dsl_version
+from .template import (KernelTemplate, Knobs, LaunchGeometry, all_families, all_templates,
+                       freeze_knobs, get_template, knob_key, register)
+
+__all__ = [
+    "Artifact", "KernelCache", "KernelTemplate", "Knobs", "LaunchGeometry", "Param", "params",
+    "all_families", "all_templates", "artifact", "default_cache_dir", "freeze_knobs",
+    "get_template", "installed_dsl_version", "jit_enabled", "kernel", "knob_key", "register",
+]
+
+_KERNELS: Dict[Tuple[str, Knobs, int], object] = {}
+_LOCK = threading.Lock()
+
+
+def jit_enabled() -> bool:
+    """False when ``BARACUDA_DSL_JIT=0`` (cache misses then raise instead of compiling)."""
+    return os.environ.get("BARACUDA_DSL_JIT", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def artifact(t: KernelTemplate, knobs: Knobs, arch: ArchSku, cache: KernelCache | None = None,
+             allow_jit: bool | None = None) -> Artifact:
+    """The compiled artifact for one SKU: from the cache, or compiled now (and cached)."""
+    cache = cache or KernelCache()
+    art = cache.get(t, knobs, arch.value)
+    if art is not None:
+        return art
+    if not (jit_enabled() if allow_jit is None else allow_jit):
+        raise KernelNotCachedError(f"{t.name}({knob_key(knobs)})", arch.value, cache.root, t.family)
+    from .compiler import compile_sku
+
+    cubin, meta = compile_sku(t.name, knobs, arch)
+    return cache.put(t, knobs, arch.value, cubin, meta)
+
+
+def kernel(t: KernelTemplate, knobs: Knobs, ordinal: int, arch: ArchSku):
+    """The loaded kernel for one SKU on device ``ordinal`` (memoised per process)."""
+    key = (t.name, knobs, ordinal)
+    lk = _KERNELS.get(key)
+    if lk is not None:
+        return lk
+    with _LOCK:
+        lk = _KERNELS.get(key)
+        if lk is None:
+            from ..runtime.module import load
+
+            art = artifact(t, knobs, arch)
+            lk = _KERNELS[key] = load(art, ordinal, f"{t.name}/{knob_key(knobs)}")
+    return lk

@@ -1,0 +1,98 @@
+"""Kernel parameter ABI and the low-overhead argument packer.
+
+Every kernel entry in this package takes only scalars: device pointers (``ptr``, 8 bytes) and
+numbers (``i32``, ``i64``, ``f32``, ``f64``).  Tensors are rebuilt inside the kernel from pointer
++ shape/stride scalars, so the entry's parameter list is exactly the declared :class:`Param`
+tuple.  The compiler checks that against the PTX entry signature before caching a SKU.
+
+:class:`ArgPack` keeps one ctypes slot per parameter and a ``void*[]`` pointing at them, so a launch
+rewrites a few slots and hands one address to ``cuLaunchKernel``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from dataclasses import dataclass
+from typing import Sequence, Tuple
+
+_CTYPE = {
+    "ptr": ctypes.c_uint64,
+    "i32": ctypes.c_int32,
+    "i64": ctypes.c_int64,
+    "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+}
+# how each kind appears in a PTX ``.entry`` parameter list
+_PTX = {"ptr": ("u64", "b64", "s64"), "i32": ("u32", "s32", "b32"), "i64": ("u64", "s64", "b64"),
+        "f32": ("f32",), "f64": ("f64",)}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter: ``name`` and ``kind`` (ptr | i32 | i64 | f32 | f64)."""
+
+    name: str
+    kind: str
+
+    def __post_init__(self):
+        if self.kind not in _CTYPE:
+            raise ValueError(f"unknown param kind {self.kind!r}")
+
+
+def params(spec: str) -> Tuple[Param, ...]:
+    """Parse ``"x:ptr y:ptr n:i32 eps:f32"`` into a Param tuple."""
+    out = []
+    for tok in spec.split():
+        name, kind = tok.split(":")
+        out.append(Param(name, kind))
+    return tuple(out)
+
+
+def ptx_entry_params(ptx: str, entry: str) -> Tuple[str, ...]:
+    """PTX types (u64, u32, f32, ...) of the parameters of ``.entry entry(...)``."""
+    m = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\((.*?)\)", ptx, re.S)
+    if m is None:
+        raise ValueError(f"entry {entry} not found in PTX")
+    body = m.group(1).strip()
+    if not body:
+        return ()
+    types = []
+    for decl in body.split(","):
+        tm = re.search(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)", decl)
+        if tm is None:
+            raise ValueError(f"cannot parse PTX param {decl!r}")
+        types.append(tm.group(1))
+    return tuple(types)
+
+
+def check_abi(declared: Sequence[Param], ptx_types: Sequence[str]) -> None:
+    """Raise ValueError if the compiled entry's parameters do not match the declared ABI."""
+    if len(declared) != len(ptx_types):
+        raise ValueError(f"ABI mismatch: declared {len(declared)} params, PTX entry has "
+                         f"{len(ptx_types)}: {list(ptx_types)}")
+    for p, t in zip(declared, ptx_types):
+        if t not in _PTX[p.kind]:
+            raise ValueError(f"ABI mismatch for param {p.name}: declared {p.kind}, PTX has .{t}")
+
+
+class ArgPack:
+    """Pre-allocated kernel argument storage for one kernel ABI (not thread-safe: one per
+    launcher; concurrent launches from several threads each use their own)."""
+
+    __slots__ = ("_slots", "_array", "address", "_setters")
+
+    def __init__(self, abi: Sequence[Param]):
+        self._slots = [_CTYPE[p.kind]() for p in abi]
+        self._array = (ctypes.c_void_p * max(len(abi), 1))(
+            *[ctypes.addressof(s) for s in self._slots])
+        self.address = ctypes.addressof(self._array)
+
+    def set(self, values: Sequence) -> int:
+        """Write ``values`` (one per parameter, in ABI order) and return the ``void**`` address."""
+        slots = self._slots
+        if len(values) != len(slots):
+            raise ValueError(f"kernel takes {len(slots)} arguments, got {len(values)}")
+        for s, v in zip(slots, values):
+            s.value = v
+        return self.address

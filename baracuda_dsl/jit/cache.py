@@ -1,0 +1,177 @@
+"""On-disk cubin cache.
+
+Layout: ``<root>/dsl-<cute-dsl-version>/<arch>/<template>/<sku-id>-<source-hash>.bkc``.
+The key therefore covers the template source hash, the SKU knobs, the arch and the CuTe DSL version.
+One entry is one file: an 8-byte magic, a 4-byte JSON length, the JSON metadata (which records the
+cubin's sha256) and the cubin.  It is written to a temp file in the same directory and renamed into
+place (``os.replace``), so concurrent readers see a complete entry or none; an entry that fails
+verification is deleted and treated as a miss (it gets recompiled).
+
+Root: ``$BARACUDA_DSL_CACHE_DIR`` or the user cache dir (``~/.cache/baracuda-dsl``).  A host
+without the DSL installed looks the entry up under every ``dsl-*`` folder, newest version first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import tempfile
+from dataclasses import dataclass
+from typing import Dict, Iterator, Optional, Tuple
+
+from .template import KernelTemplate, Knobs, knob_key
+
+_MAGIC = b"BKCUBIN1"
+
+
+def default_cache_dir() -> str:
+    env = os.environ.get("BARACUDA_DSL_CACHE_DIR")
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    try:
+        import platformdirs
+
+        return platformdirs.user_cache_dir("baracuda-dsl", appauthor=False)
+    except ImportError:  # pragma: no cover
+        return os.path.join(os.path.expanduser("~"), ".cache", "baracuda-dsl")
+
+
+def installed_dsl_version() -> Optional[str]:
+    """Version of the installed ``nvidia-cutlass-dsl`` distribution, or None (deployed host)."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("nvidia-cutlass-dsl")
+    except Exception:
+        return None
+
+
+def _version_tuple(v: str) -> Tuple:
+    out = []
+    for part in v.replace("-", ".").split("."):
+        out.append((0, int(part)) if part.isdigit() else (-1, part))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A compiled SKU: the cubin bytes and its metadata (entry name, parameter ABI, threads,
+    dynamic shared memory, arch, DSL version, template source hash, compile seconds)."""
+
+    cubin: bytes
+    meta: Dict
+
+    @property
+    def entry(self) -> str:
+        return self.meta["entry"]
+
+    @property
+    def threads(self) -> int:
+        return int(self.meta["threads"])
+
+    @property
+    def smem_bytes(self) -> int:
+        return int(self.meta["smem_bytes"])
+
+
+class KernelCache:
+    """The on-disk cache rooted at ``root`` (default :func:`default_cache_dir`)."""
+
+    def __init__(self, root: Optional[str] = None):
+        self.root = os.path.abspath(root) if root else default_cache_dir()
+
+    # -- paths
+    def _stem(self, dsl_version: str, arch: str, t: KernelTemplate, knobs: Knobs) -> str:
+        return os.path.join(self.root, f"dsl-{dsl_version}", arch, t.name,
+                            f"{t.sku_id(knobs)}-{t.source_hash()}")
+
+    def _dsl_versions(self) -> Iterator[str]:
+        v = installed_dsl_version()
+        if v is not None:
+            yield v
+            return
+        try:
+            names = [n[4:] for n in os.listdir(self.root) if n.startswith("dsl-")]
+        except FileNotFoundError:
+            return
+        yield from sorted(names, key=_version_tuple, reverse=True)
+
+    # -- read
+    def get(self, t: KernelTemplate, knobs: Knobs, arch: str) -> Optional[Artifact]:
+        """The verified artifact, or None on a miss (a corrupt entry is removed first)."""
+        for ver in self._dsl_versions():
+            stem = self._stem(ver, arch, t, knobs)
+            art = self._read(stem)
+            if art is not None:
+                return art
+        return None
+
+    def _read(self, stem: str) -> Optional[Artifact]:
+        path = stem + ".bkc"
+        try:
+            with open(path, "rb") as f:
+                blob = f.read()
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return None
+        try:
+            if blob[:8] != _MAGIC:
+                raise ValueError("bad magic")
+            n = struct.unpack("<I", blob[8:12])[0]
+            meta = json.loads(blob[12:12 + n].decode())
+            cubin = blob[12 + n:]
+            if meta.get("cubin_sha256") != hashlib.sha256(cubin).hexdigest() or "entry" not in meta:
+                raise ValueError("checksum mismatch")
+        except (ValueError, struct.error, UnicodeDecodeError):
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+            return None
+        return Artifact(cubin, meta)
+
+    # -- write
+    def put(self, t: KernelTemplate, knobs: Knobs, arch: str, cubin: bytes, meta: Dict) -> Artifact:
+        """Store atomically; returns the stored artifact."""
+        ver = meta.get("dsl_version") or installed_dsl_version() or "unknown"
+        stem = self._stem(ver, arch, t, knobs)
+        os.makedirs(os.path.dirname(stem), exist_ok=True)
+        meta = dict(meta, cubin_sha256=hashlib.sha256(cubin).hexdigest(), template=t.name,
+                    knobs=knob_key(knobs), arch=arch, source_hash=t.source_hash(), dsl_version=ver)
+        header = json.dumps(meta, sort_keys=True).encode()
+        _atomic_write(stem + ".bkc", _MAGIC + struct.pack("<I", len(header)) + header + cubin)
+        return Artifact(cubin, meta)
+
+    # -- inventory
+    def count(self) -> Dict[str, int]:
+        """Number of cached SKUs per arch (all DSL versions)."""
+        out: Dict[str, int] = {}
+        if not os.path.isdir(self.root):
+            return out
+        for dirpath, _dirs, files in os.walk(self.root):
+            n = sum(1 for f in files if f.endswith(".bkc"))
+            if n:
+                rel = os.path.relpath(dirpath, self.root).split(os.sep)
+                arch = rel[1] if len(rel) > 1 else "?"
+                out[arch] = out.get(arch, 0) + n
+        return out
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    d = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise

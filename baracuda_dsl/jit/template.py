@@ -1,0 +1,119 @@
+"""Kernel templates: CuTe DSL code plus a declared, finite SKU space.
+
+A :class:`KernelTemplate` is plain data and never imports the DSL: it names the module holding the
+CuTe DSL code (imported only by the compiler worker), the parameter ABI of the kernel entry, and
+the specialisation space (dtype × knobs such as vector width or a row-length bucket).  Shapes and
+strides are run-time kernel parameters, so the set of SKUs is finite and can be prebuilt.
+
+The kernel module exposes ``build(knobs) -> (jit_fn, example_args)``; the compiler calls
+``cute.compile(jit_fn, *example_args)``.  ``launch_geometry(knobs)`` (pure Python, in the spec)
+gives the block size and dynamic shared memory the kernel was compiled for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from dataclasses import dataclass, field
+from typing import Callable, Dict, Iterable, Mapping, Optional, Tuple
+
+from .abi import Param
+
+Knobs = Tuple[Tuple[str, object], ...]
+
+
+def freeze_knobs(knobs: Mapping[str, object]) -> Knobs:
+    """Canonical, hashable form of a knob dict (sorted by name)."""
+    return tuple(sorted((str(k), v) for k, v in knobs.items()))
+
+
+def knob_key(knobs: Knobs) -> str:
+    return ",".join(f"{k}={v}" for k, v in knobs)
+
+
+@dataclass(frozen=True)
+class LaunchGeometry:
+    """Block size and dynamic shared memory (bytes) a SKU was compiled for."""
+
+    threads: int
+    smem_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class KernelTemplate:
+    """One CuTe DSL kernel template.
+
+    ``name``      unique id, e.g. ``"row_norm_fw"``
+    ``family``    op family for prebuild selection (``"normalization"``)
+    ``module``    dotted module with the CuTe DSL code, exposing ``build(dict) -> (fn, args)``
+    ``params``    the kernel entry's parameter ABI, in order
+    ``space``     callable returning every knob dict of the SKU space
+    ``geometry``  callable knob dict -> LaunchGeometry
+    ``sources``   extra modules whose text is part of the template hash (shared helpers)
+    """
+
+    name: str
+    family: str
+    module: str
+    params: Tuple[Param, ...]
+    space: Callable[[], Iterable[Dict[str, object]]]
+    geometry: Callable[[Dict[str, object]], LaunchGeometry]
+    sources: Tuple[str, ...] = ()
+    _hash: list = field(default_factory=list, compare=False, repr=False)
+
+    def skus(self) -> Tuple[Knobs, ...]:
+        """Every SKU (as frozen knobs) of this template's declared space."""
+        return tuple(freeze_knobs(k) for k in self.space())
+
+    def source_hash(self) -> str:
+        """sha256 (16 hex) over the text of the kernel module and its helper modules; read from
+        disk without importing them, so a deployed host without the DSL can compute it."""
+        if not self._hash:
+            h = hashlib.sha256(self.name.encode())
+            for mod in (self.module, *self.sources):
+                spec = importlib.util.find_spec(mod)
+                if spec is None or spec.origin is None:
+                    raise ImportError(f"template {self.name}: cannot locate module {mod}")
+                with open(spec.origin, "rb") as f:
+                    h.update(f.read())
+            h.update(repr(self.params).encode())
+            self._hash.append(h.hexdigest()[:16])
+        return self._hash[0]
+
+    def sku_id(self, knobs: Knobs) -> str:
+        """Stable file-name-safe id of one SKU of this template."""
+        digest = hashlib.sha256(knob_key(knobs).encode()).hexdigest()[:12]
+        return f"{self.name}-{digest}"
+
+
+_REGISTRY: Dict[str, KernelTemplate] = {}
+
+
+def register(t: KernelTemplate) -> KernelTemplate:
+    """Add a template to the global registry (idempotent for the same object)."""
+    old = _REGISTRY.get(t.name)
+    if old is not None and old is not t:
+        raise ValueError(f"kernel template {t.name!r} registered twice")
+    _REGISTRY[t.name] = t
+    return t
+
+
+def get_template(name: str) -> KernelTemplate:
+    _load_all()
+    return _REGISTRY[name]
+
+
+def all_templates(families: Optional[Iterable[str]] = None) -> Tuple[KernelTemplate, ...]:
+    """Registered templates, optionally filtered by family name."""
+    _load_all()
+    fams = None if families is None else set(families)
+    return tuple(t for t in _REGISTRY.values() if fams is None or t.family in fams)
+
+
+def all_families() -> Tuple[str, ...]:
+    _load_all()
+    return tuple(sorted({t.family for t in _REGISTRY.values()}))
+
+
+def _load_all() -> None:
+    from .. import templates  # noqa: F401  (importing registers every template)

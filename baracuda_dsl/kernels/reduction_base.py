@@ -1,0 +1,74 @@
+"""Shared reduction pieces for row kernels (norms now; softmax / losses / reductions later).
+
+Threads of one row form ``tpr`` consecutive lanes (a sub-warp group when ``tpr <= 32``, whole warps
+otherwise).  :func:`row_allreduce_sum` reduces a per-thread partial over those threads — warp
+shuffles, then one shared-memory slot per warp when the row spans several warps — and returns the
+total to every thread of the row.  Each call uses its own ``slot`` of the buffer, so consecutive
+reductions need no extra barrier between them.  The summation order is fixed: results are
+bit-identical from run to run.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float32, Float64, Int32, Int64, const_expr
+
+WARP = 32
+
+
+def compute_type(dtype_short: str):
+    """f64 rows compute in f64; every other type computes and accumulates in f32."""
+    return Float64 if dtype_short == "f64" else Float32
+
+
+def element_type(dtype_short: str):
+    return {"f32": cutlass.Float32, "f16": cutlass.Float16, "bf16": cutlass.BFloat16,
+            "f64": cutlass.Float64}[dtype_short]
+
+
+def reduction_smem_bytes(tpr: int, rows: int, slots: int, ct_bytes: int = 8) -> int:
+    """Bytes of the cross-warp reduction buffer (0 when a row fits in one warp)."""
+    if tpr <= WARP:
+        return 0
+    return rows * (tpr // WARP) * slots * ct_bytes + 64
+
+
+def alloc_reduction_buffer(ct, tpr: int, rows: int, slots: int):
+    """Shared buffer (rows, warps_per_row, slots) of the compute type, or None for tpr <= 32."""
+    if const_expr(tpr <= WARP):
+        return None
+    smem = cutlass.utils.SmemAllocator()
+    return smem.allocate_tensor(ct, cute.make_layout((rows, tpr // WARP, slots)), byte_alignment=16)
+
+
+@cute.jit
+def row_allreduce_sum(val, buf, tpr: cutlass.Constexpr, slot: cutlass.Constexpr,
+                      row_in_cta, lane_in_row):
+    """Sum ``val`` over the ``tpr`` threads of this thread's row; every thread gets the total."""
+    if const_expr(tpr <= WARP):
+        return cute.arch.warp_reduction(val, operator.add, threads_in_group=tpr)
+    part = cute.arch.warp_reduction(val, operator.add)
+    warp_in_row = lane_in_row // WARP
+    lane = lane_in_row % WARP
+    if lane == 0:
+        buf[row_in_cta, warp_in_row, slot] = part
+    cute.arch.barrier()
+    total = buf[row_in_cta, 0, slot]
+    for w in cutlass.range_constexpr(1, tpr // WARP):
+        total = total + buf[row_in_cta, w, slot]
+    return total
+
+
+@cute.jit
+def row_offset(row, s1, s2, st0, st1, st2):
+    """Element offset of row ``row`` when rows are laid out as three strided groups of outer dims
+    with extents (M / (s1*s2), s1, s2) and strides (st0, st1, st2)."""
+    r = Int64(row)
+    i2 = r % Int64(s2)
+    t = r // Int64(s2)
+    i1 = t % Int64(s1)
+    i0 = t // Int64(s1)
+    return i0 * st0 + i1 * st1 + i2 * st2

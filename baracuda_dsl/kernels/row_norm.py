@@ -1,0 +1,199 @@
+"""RMSNorm / LayerNorm forward: one CuTe DSL kernel for every dtype, op and row-length bucket.
+
+    rms:  y = x · rstd · w,             rstd = 1 / sqrt(mean(x²) + eps)
+    ln:   y = (x − mean) · rstd · w + b, rstd = 1 / sqrt(mean((x − mean)²) + eps)
+
+A block holds ``rows`` rows of ``tpr`` threads.  Register mode (``chunks > 0``): each thread loads
+``chunks`` vectors of ``vec`` elements of its row with 16-byte loads, keeps them in registers for
+the reductions and the output, so x is read from memory once.  Loop mode (``chunks == 0``) walks the
+row in steps of ``tpr·vec`` for any length, re-reading it (mostly from L2) for each pass.  The
+variance is two-pass (centred), never E[x²] − E[x]².  Statistics are written in the compute type
+(f32, f64 for f64 inputs); ``flags`` says whether weight / bias are present and stats are written.
+"""
+
+from __future__ import annotations
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float32, Float64, Int32, Int64, const_expr
+
+from ..templates.row_norm import HAS_B, HAS_W, WRITE_STATS
+from .reduction_base import (alloc_reduction_buffer, compute_type, element_type, row_allreduce_sum,
+                             row_offset)
+
+
+def build(knobs: dict):
+    dt, op = knobs["dtype"], knobs["op"]
+    vec, tpr, rows, chunks = knobs["vec"], knobs["tpr"], knobs["rows"], knobs["chunks"]
+    T = element_type(dt)
+    CT = compute_type(dt)
+    is_ln = op == "ln"
+    threads = tpr * rows
+    from ..templates.row_norm import _geometry
+
+    smem = _geometry(knobs).smem_bytes
+    slots = 2
+    span = tpr * vec  # elements covered by one pass of the row's threads
+
+    @cute.kernel
+    def kernel(px: cute.Pointer, py: cute.Pointer, pw: cute.Pointer, pb: cute.Pointer,
+               pmean: cute.Pointer, prstd: cute.Pointer, M: Int32, N: Int32, s1: Int32, s2: Int32,
+               x0: Int64, x1: Int64, x2: Int64, y0: Int64, y1: Int64, y2: Int64,
+               eps: Float64, flags: Int32):
+        tidx, _, _ = cute.arch.thread_idx()
+        bidx, _, _ = cute.arch.block_idx()
+        lane = tidx % tpr
+        rin = tidx // tpr
+        row = bidx * rows + rin
+        buf = alloc_reduction_buffer(CT, tpr, rows, slots)
+        valid = row < M
+        rr = row if valid else Int32(0)
+        offx = cute.assume(row_offset(rr, s1, s2, x0, x1, x2), divby=vec)
+        offy = cute.assume(row_offset(rr, s1, s2, y0, y1, y2), divby=vec)
+        has_w = (flags & HAS_W) != 0
+        has_b = (flags & HAS_B) != 0
+        n_ct = CT(N)
+        if const_expr(chunks > 0):
+            nv = chunks * tpr
+            gx = cute.make_tensor(px + offx, cute.make_layout((vec, nv), stride=(1, vec)))
+            gy = cute.make_tensor(py + offy, cute.make_layout((vec, nv), stride=(1, vec)))
+            gw = cute.make_tensor(pw, cute.make_layout((vec, nv), stride=(1, vec)))
+            gb = cute.make_tensor(pb, cute.make_layout((vec, nv), stride=(1, vec)))
+            rx = cute.make_rmem_tensor(cute.make_layout((vec, chunks), stride=(1, vec)), T)
+            rv = cute.make_rmem_tensor(cute.make_layout((vec, chunks), stride=(1, vec)), T)
+            xf = cute.make_rmem_tensor(cute.make_layout((vec, chunks), stride=(1, vec)), CT)
+            for c in cutlass.range_constexpr(chunks):
+                v = c * tpr + lane
+                if valid and v * vec < N:
+                    cute.autovec_copy(gx[None, v], rx[None, c])
+                else:
+                    rx[None, c].fill(0.0)
+            s = CT(0.0)
+            for c in cutlass.range_constexpr(chunks):
+                for e in cutlass.range_constexpr(vec):
+                    xf[e, c] = CT(rx[e, c])
+            mean = CT(0.0)
+            if const_expr(is_ln):
+                for c in cutlass.range_constexpr(chunks):
+                    for e in cutlass.range_constexpr(vec):
+                        s = s + xf[e, c]
+                mean = row_allreduce_sum(s, buf, tpr, 0, rin, lane) / n_ct
+                q = CT(0.0)
+                for c in cutlass.range_constexpr(chunks):
+                    v = c * tpr + lane
+                    if v * vec < N:
+                        for e in cutlass.range_constexpr(vec):
+                            d = xf[e, c] - mean
+                            q = q + d * d
+                var = row_allreduce_sum(q, buf, tpr, 1, rin, lane) / n_ct
+            else:
+                for c in cutlass.range_constexpr(chunks):
+                    for e in cutlass.range_constexpr(vec):
+                        s = s + xf[e, c] * xf[e, c]
+                var = row_allreduce_sum(s, buf, tpr, 0, rin, lane) / n_ct
+            rstd = CT(1.0) / cute.math.sqrt(var + CT(eps))
+            if (flags & WRITE_STATS) != 0 and valid and lane == 0:
+                if const_expr(is_ln):
+                    pm = cute.make_tensor(pmean + Int64(row), cute.make_layout(1))
+                    pm[0] = mean
+                pr = cute.make_tensor(prstd + Int64(row), cute.make_layout(1))
+                pr[0] = rstd
+            for c in cutlass.range_constexpr(chunks):
+                v = c * tpr + lane
+                if valid and v * vec < N:
+                    for e in cutlass.range_constexpr(vec):
+                        xf[e, c] = (xf[e, c] - mean) * rstd
+                    if has_w:
+                        cute.autovec_copy(gw[None, v], rv[None, c])
+                        for e in cutlass.range_constexpr(vec):
+                            xf[e, c] = xf[e, c] * CT(rv[e, c])
+                    if const_expr(is_ln):
+                        if has_b:
+                            cute.autovec_copy(gb[None, v], rv[None, c])
+                            for e in cutlass.range_constexpr(vec):
+                                xf[e, c] = xf[e, c] + CT(rv[e, c])
+                    for e in cutlass.range_constexpr(vec):
+                        rx[e, c] = T(xf[e, c])
+                    cute.autovec_copy(rx[None, c], gy[None, v])
+        else:
+            # loop mode: any N; passes re-read the row (L2-resident for moderate rows)
+            nvec = (N + vec - 1) // vec
+            gx = cute.make_tensor(px + offx, cute.make_layout((vec, nvec), stride=(1, vec)))
+            gy = cute.make_tensor(py + offy, cute.make_layout((vec, nvec), stride=(1, vec)))
+            gw = cute.make_tensor(pw, cute.make_layout((vec, nvec), stride=(1, vec)))
+            gb = cute.make_tensor(pb, cute.make_layout((vec, nvec), stride=(1, vec)))
+            rx = cute.make_rmem_tensor(cute.make_layout((vec,)), T)
+            rv = cute.make_rmem_tensor(cute.make_layout((vec,)), T)
+            s = CT(0.0)
+            mean = CT(0.0)
+            if valid:
+                for v in cutlass.range(lane, nvec, tpr):
+                    cute.autovec_copy(gx[None, v], rx)
+                    for e in cutlass.range_constexpr(vec):
+                        xe = CT(rx[e])
+                        if const_expr(is_ln):
+                            s = s + xe
+                        else:
+                            s = s + xe * xe
+            tot = row_allreduce_sum(s, buf, tpr, 0, rin, lane)
+            if const_expr(is_ln):
+                mean = tot / n_ct
+                q = CT(0.0)
+                if valid:
+                    for v in cutlass.range(lane, nvec, tpr):
+                        cute.autovec_copy(gx[None, v], rx)
+                        for e in cutlass.range_constexpr(vec):
+                            d = CT(rx[e]) - mean
+                            q = q + d * d
+                var = row_allreduce_sum(q, buf, tpr, 1, rin, lane) / n_ct
+            else:
+                var = tot / n_ct
+            rstd = CT(1.0) / cute.math.sqrt(var + CT(eps))
+            if (flags & WRITE_STATS) != 0 and valid and lane == 0:
+                if const_expr(is_ln):
+                    pm = cute.make_tensor(pmean + Int64(row), cute.make_layout(1))
+                    pm[0] = mean
+                pr = cute.make_tensor(prstd + Int64(row), cute.make_layout(1))
+                pr[0] = rstd
+            if valid:
+                for v in cutlass.range(lane, nvec, tpr):
+                    cute.autovec_copy(gx[None, v], rx)
+                    yv = cute.make_rmem_tensor(cute.make_layout((vec,)), CT)
+                    for e in cutlass.range_constexpr(vec):
+                        yv[e] = (CT(rx[e]) - mean) * rstd
+                    if has_w:
+                        cute.autovec_copy(gw[None, v], rv)
+                        for e in cutlass.range_constexpr(vec):
+                            yv[e] = yv[e] * CT(rv[e])
+                    if const_expr(is_ln):
+                        if has_b:
+                            cute.autovec_copy(gb[None, v], rv)
+                            for e in cutlass.range_constexpr(vec):
+                                yv[e] = yv[e] + CT(rv[e])
+                    for e in cutlass.range_constexpr(vec):
+                        rx[e] = T(yv[e])
+                    cute.autovec_copy(rx, gy[None, v])
+
+    @cute.jit
+    def launch(px: cute.Pointer, py: cute.Pointer, pw: cute.Pointer, pb: cute.Pointer,
+               pmean: cute.Pointer, prstd: cute.Pointer, M: Int32, N: Int32, s1: Int32, s2: Int32,
+               x0: Int64, x1: Int64, x2: Int64, y0: Int64, y1: Int64, y2: Int64,
+               eps: Float64, flags: Int32, stream):
+        kernel(px, py, pw, pb, pmean, prstd, M, N, s1, s2, x0, x1, x2, y0, y1, y2, eps,
+               flags).launch(grid=[(M + rows - 1) // rows, 1, 1], block=[threads, 1, 1],
+                             smem=smem, stream=stream)
+
+    return launch, example_args(T, CT, vec) + [cute.runtime.make_fake_stream()]
+
+
+def example_args(T, CT, vec):
+    """Representative arguments for ``cute.compile``: pointers carry the alignment the kernel may
+    assume (16 bytes on the vector path, the element size otherwise)."""
+    from cutlass.cute.runtime import make_ptr
+
+    align = T.width // 8 * vec
+    mk = lambda t, a: make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=a)  # noqa: E731
+    ptrs = [mk(T, align), mk(T, align), mk(T, align), mk(T, align),
+            mk(CT, CT.width // 8), mk(CT, CT.width // 8)]
+    return ptrs + [Int32(1), Int32(1), Int32(1), Int32(1)] + [Int64(vec)] * 6 + [Float64(1e-5),
+                                                                                 Int32(0)]

@@ -1,0 +1,232 @@
+"""RMSNorm / LayerNorm backward over rows, with deterministic weight/bias gradient partials.
+
+With x̂ = (x − mean)·rstd (mean = 0 for rms) and g = w·dy (g = dy without weight):
+
+    dx = rstd · (g − mean_N(g) − x̂ · mean_N(g·x̂))      (the mean_N(g) term only for ln)
+    dw = Σ_rows dy·x̂,   db = Σ_rows dy
+
+The grid is persistent: CTA slot p = block·rows + row_in_block handles rows p, p + P, p + 2P, …
+(P = grid·rows) and accumulates its dw/db contributions for the columns it owns in registers
+(register mode) or in its own workspace row (loop mode).  It writes one partial row of dw and db
+per slot to the workspace; ``column_sum`` then adds the P partial rows in a fixed order.  No
+atomics: results are bit-identical from run to run.
+"""
+
+from __future__ import annotations
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float32, Int32, Int64, const_expr
+
+from ..templates.row_norm import HAS_W, WANT_DW, _geometry
+from .reduction_base import (alloc_reduction_buffer, compute_type, element_type, row_allreduce_sum,
+                             row_offset)
+
+
+def build(knobs: dict):
+    dt, op = knobs["dtype"], knobs["op"]
+    vec, tpr, rows, chunks = knobs["vec"], knobs["tpr"], knobs["rows"], knobs["chunks"]
+    T = element_type(dt)
+    CT = compute_type(dt)
+    is_ln = op == "ln"
+    threads = tpr * rows
+    smem = _geometry(knobs).smem_bytes
+
+    @cute.kernel
+    def kernel(pdy: cute.Pointer, px: cute.Pointer, pw: cute.Pointer, pmean: cute.Pointer,
+               prstd: cute.Pointer, pdx: cute.Pointer, pdwp: cute.Pointer, pdbp: cute.Pointer,
+               M: Int32, N: Int32, s1: Int32, s2: Int32, dy0: Int64, dy1: Int64, dy2: Int64,
+               x0: Int64, x1: Int64, x2: Int64, dx0: Int64, dx1: Int64, dx2: Int64, flags: Int32):
+        tidx, _, _ = cute.arch.thread_idx()
+        bidx, _, _ = cute.arch.block_idx()
+        gdim, _, _ = cute.arch.grid_dim()
+        lane = tidx % tpr
+        rin = tidx // tpr
+        slot = bidx * rows + rin
+        nslots = gdim * rows
+        buf = alloc_reduction_buffer(CT, tpr, rows, 2)
+        has_w = (flags & HAS_W) != 0
+        want_dw = (flags & WANT_DW) != 0
+        n_ct = CT(N)
+        # rows handled by this slot: slot, slot + nslots, ... ; every thread of a row agrees
+        # every CTA runs the same number of iterations so that barriers inside the row reduction
+        # are reached by all threads: iterate over the maximum and mask inactive rows
+        n_iter = (M + nslots - 1) // nslots
+        wsrow = Int64(slot) * Int64(N)
+        if const_expr(chunks > 0):
+            nv = chunks * tpr
+            lay = cute.make_layout((vec, nv), stride=(1, vec))
+            rl = cute.make_layout((vec, chunks), stride=(1, vec))
+            gw = cute.make_tensor(pw, lay)
+            rx = cute.make_rmem_tensor(rl, T)
+            rdy = cute.make_rmem_tensor(rl, T)
+            rwt = cute.make_rmem_tensor(rl, T)
+            xh = cute.make_rmem_tensor(rl, CT)
+            g = cute.make_rmem_tensor(rl, CT)
+            wf = cute.make_rmem_tensor(rl, CT)
+            acc_w = cute.make_rmem_tensor(rl, CT)
+            acc_b = cute.make_rmem_tensor(rl, CT)
+            for c in cutlass.range_constexpr(chunks):
+                v = c * tpr + lane
+                for e in cutlass.range_constexpr(vec):
+                    acc_w[e, c] = CT(0.0)
+                    acc_b[e, c] = CT(0.0)
+                    wf[e, c] = CT(1.0)
+                if has_w and v * vec < N:
+                    cute.autovec_copy(gw[None, v], rwt[None, c])
+                    for e in cutlass.range_constexpr(vec):
+                        wf[e, c] = CT(rwt[e, c])
+            for it in cutlass.range(n_iter):
+                row = slot + it * nslots
+                active = row < M
+                rr = row if active else Int32(0)
+                oy = cute.assume(row_offset(rr, s1, s2, dy0, dy1, dy2), divby=vec)
+                ox = cute.assume(row_offset(rr, s1, s2, x0, x1, x2), divby=vec)
+                od = cute.assume(row_offset(rr, s1, s2, dx0, dx1, dx2), divby=vec)
+                gdy = cute.make_tensor(pdy + oy, lay)
+                gx = cute.make_tensor(px + ox, lay)
+                gdx = cute.make_tensor(pdx + od, lay)
+                rstd = cute.make_tensor(prstd + Int64(rr), cute.make_layout(1))[0]
+                mean = CT(0.0)
+                if const_expr(is_ln):
+                    mean = cute.make_tensor(pmean + Int64(rr), cute.make_layout(1))[0]
+                for c in cutlass.range_constexpr(chunks):
+                    v = c * tpr + lane
+                    if active and v * vec < N:
+                        cute.autovec_copy(gx[None, v], rx[None, c])
+                        cute.autovec_copy(gdy[None, v], rdy[None, c])
+                    else:
+                        rx[None, c].fill(0.0)
+                        rdy[None, c].fill(0.0)
+                s_gx = CT(0.0)
+                s_g = CT(0.0)
+                for c in cutlass.range_constexpr(chunks):
+                    for e in cutlass.range_constexpr(vec):
+                        d = CT(rdy[e, c])
+                        xh[e, c] = (CT(rx[e, c]) - mean) * rstd
+                        g[e, c] = d * wf[e, c]
+                        s_gx = s_gx + g[e, c] * xh[e, c]
+                        s_g = s_g + g[e, c]
+                        acc_w[e, c] = acc_w[e, c] + d * xh[e, c]
+                        acc_b[e, c] = acc_b[e, c] + d
+                c1 = row_allreduce_sum(s_gx, buf, tpr, 0, rin, lane) / n_ct
+                c2 = CT(0.0)
+                if const_expr(is_ln):
+                    c2 = row_allreduce_sum(s_g, buf, tpr, 1, rin, lane) / n_ct
+                for c in cutlass.range_constexpr(chunks):
+                    v = c * tpr + lane
+                    if active and v * vec < N:
+                        for e in cutlass.range_constexpr(vec):
+                            rx[e, c] = T(rstd * (g[e, c] - c2 - xh[e, c] * c1))
+                        cute.autovec_copy(rx[None, c], gdx[None, v])
+                # the next iteration's reduction writes the same smem slots: wait for readers
+                if const_expr(tpr > 32):
+                    cute.arch.barrier()
+            if want_dw:
+                gdw = cute.make_tensor(pdwp + wsrow, lay)
+                gdb = cute.make_tensor(pdbp + wsrow, lay)
+                for c in cutlass.range_constexpr(chunks):
+                    v = c * tpr + lane
+                    if v * vec < N:
+                        pw_ = cute.make_rmem_tensor(cute.make_layout((vec,)), CT)
+                        for e in cutlass.range_constexpr(vec):
+                            pw_[e] = acc_w[e, c]
+                        cute.autovec_copy(pw_, gdw[None, v])
+                        if const_expr(is_ln):
+                            for e in cutlass.range_constexpr(vec):
+                                pw_[e] = acc_b[e, c]
+                            cute.autovec_copy(pw_, gdb[None, v])
+        else:
+            nvec = (N + vec - 1) // vec
+            lay = cute.make_layout((vec, nvec), stride=(1, vec))
+            gw = cute.make_tensor(pw, lay)
+            rx = cute.make_rmem_tensor(cute.make_layout((vec,)), T)
+            rdy = cute.make_rmem_tensor(cute.make_layout((vec,)), T)
+            rwt = cute.make_rmem_tensor(cute.make_layout((vec,)), T)
+            pa = cute.make_rmem_tensor(cute.make_layout((vec,)), CT)
+            pb = cute.make_rmem_tensor(cute.make_layout((vec,)), CT)
+            gdw = cute.make_tensor(pdwp + wsrow, lay)
+            gdb = cute.make_tensor(pdbp + wsrow, lay)
+            if want_dw:
+                for v in cutlass.range(lane, nvec, tpr):
+                    for e in cutlass.range_constexpr(vec):
+                        pa[e] = CT(0.0)
+                    cute.autovec_copy(pa, gdw[None, v])
+                    if const_expr(is_ln):
+                        cute.autovec_copy(pa, gdb[None, v])
+            for it in cutlass.range(n_iter):
+                row = slot + it * nslots
+                active = row < M
+                rr = row if active else Int32(0)
+                oy = cute.assume(row_offset(rr, s1, s2, dy0, dy1, dy2), divby=vec)
+                ox = cute.assume(row_offset(rr, s1, s2, x0, x1, x2), divby=vec)
+                od = cute.assume(row_offset(rr, s1, s2, dx0, dx1, dx2), divby=vec)
+                gdy = cute.make_tensor(pdy + oy, lay)
+                gx = cute.make_tensor(px + ox, lay)
+                gdx = cute.make_tensor(pdx + od, lay)
+                rstd = cute.make_tensor(prstd + Int64(rr), cute.make_layout(1))[0]
+                mean = CT(0.0)
+                if const_expr(is_ln):
+                    mean = cute.make_tensor(pmean + Int64(rr), cute.make_layout(1))[0]
+                s_gx = CT(0.0)
+                s_g = CT(0.0)
+                if active:
+                    for v in cutlass.range(lane, nvec, tpr):
+                        cute.autovec_copy(gx[None, v], rx)
+                        cute.autovec_copy(gdy[None, v], rdy)
+                        if has_w:
+                            cute.autovec_copy(gw[None, v], rwt)
+                        for e in cutlass.range_constexpr(vec):
+                            d = CT(rdy[e])
+                            xe = (CT(rx[e]) - mean) * rstd
+                            ge = d * CT(rwt[e]) if has_w else d
+                            s_gx = s_gx + ge * xe
+                            s_g = s_g + ge
+                c1 = row_allreduce_sum(s_gx, buf, tpr, 0, rin, lane) / n_ct
+                c2 = CT(0.0)
+                if const_expr(is_ln):
+                    c2 = row_allreduce_sum(s_g, buf, tpr, 1, rin, lane) / n_ct
+                if active:
+                    for v in cutlass.range(lane, nvec, tpr):
+                        cute.autovec_copy(gx[None, v], rx)
+                        cute.autovec_copy(gdy[None, v], rdy)
+                        if has_w:
+                            cute.autovec_copy(gw[None, v], rwt)
+                        if want_dw:
+                            cute.autovec_copy(gdw[None, v], pa)
+                            if const_expr(is_ln):
+                                cute.autovec_copy(gdb[None, v], pb)
+                        for e in cutlass.range_constexpr(vec):
+                            d = CT(rdy[e])
+                            xe = (CT(rx[e]) - mean) * rstd
+                            ge = d * CT(rwt[e]) if has_w else d
+                            rx[e] = T(rstd * (ge - c2 - xe * c1))
+                            pa[e] = pa[e] + d * xe
+                            pb[e] = pb[e] + d
+                        cute.autovec_copy(rx, gdx[None, v])
+                        if want_dw:
+                            cute.autovec_copy(pa, gdw[None, v])
+                            if const_expr(is_ln):
+                                cute.autovec_copy(pb, gdb[None, v])
+                if const_expr(tpr > 32):
+                    cute.arch.barrier()
+
+    @cute.jit
+    def launch(pdy: cute.Pointer, px: cute.Pointer, pw: cute.Pointer, pmean: cute.Pointer,
+               prstd: cute.Pointer, pdx: cute.Pointer, pdwp: cute.Pointer, pdbp: cute.Pointer,
+               M: Int32, N: Int32, s1: Int32, s2: Int32, dy0: Int64, dy1: Int64, dy2: Int64,
+               x0: Int64, x1: Int64, x2: Int64, dx0: Int64, dx1: Int64, dx2: Int64, flags: Int32,
+               stream):
+        kernel(pdy, px, pw, pmean, prstd, pdx, pdwp, pdbp, M, N, s1, s2, dy0, dy1, dy2, x0, x1,
+               x2, dx0, dx1, dx2, flags).launch(grid=[(M + rows - 1) // rows, 1, 1],
+                                                block=[threads, 1, 1], smem=smem, stream=stream)
+
+    from cutlass.cute.runtime import make_fake_stream, make_ptr
+
+    align = T.width // 8 * vec
+    cal = max(CT.width // 8 * vec, CT.width // 8)
+    mk = lambda t, a: make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=a)  # noqa: E731
+    args = [mk(T, align), mk(T, align), mk(T, align), mk(CT, CT.width // 8), mk(CT, CT.width // 8),
+            mk(T, align), mk(CT, min(cal, 16)), mk(CT, min(cal, 16)),
+            Int32(1), Int32(1), Int32(1), Int32(1)] + [Int64(vec)] * 9 + [Int32(0)]
+    return launch, args + [make_fake_stream()]

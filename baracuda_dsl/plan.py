@@ -1,0 +1,177 @@
+"""The Plan lifecycle shared by every op family, and the validation helpers plans use.
+
+    desc = RMSNormDescriptor(shape=(8, 4096), normalized_ndim=1, dtype="bf16")
+    plan = RMSNormPlan.select(desc, PlanPreference())   # validates, picks a kernel SKU
+    ws   = plan.workspace_size()                        # bytes of caller-owned scratch
+    args = RMSNormArgs(x=x, y=y, weight=w)              # device views (any DLPack / CAI object)
+    plan.can_implement(args)                            # shapes, dtypes, devices, alignment
+    plan.run(args, stream=None, workspace=None)         # checks first; empty problems return at once
+    plan.sku(), plan.precision_guarantee()
+
+Every check raises a typed error from :mod:`baracuda_dsl.errors` before anything is launched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Iterable, Optional, Sequence, Tuple
+
+from .dtypes import DType, dtype as as_dtype
+from .errors import (BufferTooSmallError, DeviceMismatchError, InvalidProblemError,
+                     MisalignedOperandError, UnsupportedError, WorkspaceTooSmallError)
+from .runtime.stream import stream_handle
+from .tensor import TensorView, as_view, check_shape
+from .vocabulary import ArchSku, KernelSku, PlanPreference, Workspace
+
+
+class Plan:
+    """Base class: subclasses implement ``_validate`` (classmethod, descriptor checks),
+    ``_choose`` (pick SKU + kernel config), ``_check_args`` and ``_launch``."""
+
+    def __init__(self, desc, pref: PlanPreference, sku: KernelSku):
+        self.desc = desc
+        self.pref = pref
+        self._sku = sku
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @classmethod
+    def select(cls, desc, pref: Optional[PlanPreference] = None) -> "Plan":
+        """Validate ``desc`` and pick a kernel SKU for the preference's arch (default: the
+        current device's arch; ``PlanPreference(arch=...)`` selects without a GPU)."""
+        raise NotImplementedError
+
+    def workspace_size(self) -> int:
+        """Bytes of caller-owned device scratch ``run`` needs (0 for most plans)."""
+        return 0
+
+    def can_implement(self, args) -> None:
+        """Raise a typed error if ``args`` do not fit this plan; return None otherwise."""
+        raise NotImplementedError
+
+    def run(self, args, stream=None, workspace=None) -> None:
+        """Check ``args`` and the workspace, then enqueue the kernel(s) on ``stream``."""
+        self.can_implement(args)
+        ws = Workspace.none() if workspace is None else Workspace.from_buffer(workspace)
+        need = self.workspace_size()
+        if ws.nbytes < need:
+            raise WorkspaceTooSmallError(need, ws.nbytes)
+        if self.is_empty():
+            return
+        self._launch(args, stream_handle(stream), ws)
+
+    def sku(self) -> KernelSku:
+        """The kernel this plan picked."""
+        return self._sku
+
+    def precision_guarantee(self):
+        return self._sku.precision_guarantee
+
+    def is_empty(self) -> bool:
+        """True when the problem has no elements (``run`` returns without launching)."""
+        return False
+
+    def _launch(self, args, stream: int, ws: Workspace) -> None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.desc}, sku={self._sku})"
+
+
+# ---------------------------------------------------------------------------------- helpers
+def resolve_pref(pref: Optional[PlanPreference]) -> PlanPreference:
+    if pref is None:
+        return PlanPreference()
+    if not isinstance(pref, PlanPreference):
+        raise InvalidProblemError(f"pref must be a PlanPreference, got {type(pref).__name__}")
+    return pref
+
+
+def plan_arch(pref: PlanPreference) -> ArchSku:
+    """The arch a plan selects for: the preference's override or the current device's."""
+    from .runtime.device import resolve_arch
+
+    arch = resolve_arch(pref.arch)
+    if arch is ArchSku.SM90A and not pref.allow_sm90a:
+        # sm90a cubins are the only ones that run on Hopper; without them nothing can run there.
+        raise UnsupportedError("PlanPreference(allow_sm90a=False) on a Hopper device: this package "
+                               "ships only sm90a cubins for Hopper; wired: sm80, sm89, sm90a")
+    return arch
+
+
+def check_dtype(dt, allowed: Sequence[DType], what: str) -> DType:
+    """Resolve ``dt`` and require it in ``allowed`` (UnsupportedError naming what is wired)."""
+    d = as_dtype(dt)
+    if d not in allowed:
+        raise UnsupportedError(f"{what}: dtype {d.name} is not wired; wired: "
+                               f"{', '.join(a.name for a in allowed)}")
+    return d
+
+
+def check_finite(value: float, what: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InvalidProblemError(f"{what} must be a real number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise InvalidProblemError(f"{what} must be finite, got {v}")
+    return v
+
+
+def view_arg(obj, name: str, *, shape: Optional[Tuple[int, ...]] = None,
+             dtype: Optional[DType] = None, device: Optional[int] = None,
+             optional: bool = False) -> Optional[TensorView]:
+    """Turn an Args field into a TensorView and check shape / dtype / device / buffer size."""
+    if obj is None:
+        if optional:
+            return None
+        raise InvalidProblemError(f"argument {name} is required")
+    v = as_view(obj)
+    if shape is not None and tuple(v.shape) != tuple(shape):
+        raise InvalidProblemError(f"{name}: shape {tuple(v.shape)} != expected {tuple(shape)}")
+    if dtype is not None and v.dtype != dtype:
+        raise UnsupportedError(f"{name}: dtype {v.dtype.name} != plan dtype {dtype.name}")
+    if device is not None and v.device != device:
+        raise DeviceMismatchError(f"{name}: on device {v.device}, plan runs on device {device}")
+    if v.capacity_bytes is not None and v.numel:
+        need = v.required_bytes()
+        if v.capacity_bytes < need:
+            raise BufferTooSmallError(need, v.capacity_bytes, name)
+    if v.numel and v.ptr % v.itemsize:
+        raise MisalignedOperandError(f"{name}: pointer {v.ptr:#x} is not aligned to its element "
+                                     f"size {v.itemsize}")
+    return v
+
+
+def check_writable_no_overlap(out: TensorView, name: str) -> None:
+    """Outputs must not broadcast (stride 0 over an extent > 1 would race)."""
+    for n, s in zip(out.shape, out.strides):
+        if s == 0 and n > 1:
+            raise InvalidProblemError(f"{name}: an output may not have a zero (broadcast) stride")
+
+
+def collapse_dims(shape: Sequence[int], *stride_sets: Sequence[int]) -> Tuple[Tuple[int, ...], ...]:
+    """Merge adjacent dims that are contiguous with each other in *every* stride set (row-major).
+    Extents of 1 are dropped. Returns (shape, strides_1, strides_2, ...) of the collapsed view."""
+    dims = [(n, [st[i] for st in stride_sets]) for i, n in enumerate(shape) if n != 1]
+    out: list = []
+    for n, st in dims:
+        if out:
+            pn, pst = out[-1]
+            if all(ps == s * n for ps, s in zip(pst, st)):
+                out[-1] = (pn * n, st)
+                continue
+        out.append((n, st))
+    if not out:
+        return ((),) + tuple(() for _ in stride_sets)
+    shp = tuple(n for n, _ in out)
+    return (shp,) + tuple(tuple(st[k] for _, st in out) for k in range(len(stride_sets)))
+
+
+
+
+def prod(xs: Iterable[int]) -> int:
+    p = 1
+    for x in xs:
+        p *= int(x)
+    return p

@@ -1,0 +1,4 @@
+"""Kernel template specs (pure Python, no DSL import): importing this package registers every
+template of every family with :func:`baracuda_dsl.jit.register`."""
+
+from . import row_norm  # noqa: F401

@@ -1,0 +1,112 @@
+"""Template specs for the row-normalisation kernels (RMSNorm, LayerNorm; FW and BW) and the
+deterministic column reduction that finishes their weight/bias gradients.
+
+A row is the product of the normalised trailing dims (length ``N``, unit stride); up to three
+strided groups of outer dims address the rows.  Knobs:
+
+``dtype``   element type (f32, f16, bf16, f64); math and accumulation in f32 (f64 for f64)
+``op``      ``rms`` or ``ln``
+``vec``     elements per global access (16 bytes, or 1 for the generic misaligned path)
+``tpr``     threads per row; ``rows`` rows per CTA (block = tpr × rows threads)
+``chunks``  vectors each thread keeps in registers (the row-length bucket: the SKU serves
+            ``N <= tpr·chunks·vec``); 0 = loop mode for any ``N`` (the row is re-read from
+            global memory/L2 instead of kept in registers)
+"""
+
+from __future__ import annotations
+
+from ..dtypes import FP4
+from ..jit import KernelTemplate, LaunchGeometry, params, register
+
+DTYPES = tuple(d.short for d in FP4)
+OPS = ("rms", "ln")
+#: row-length buckets kept in registers; f64 stops one bucket earlier (register budget)
+BUCKETS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+MAX_THREADS = 1024
+
+
+def itemsize(dtype: str) -> int:
+    return {"f32": 4, "f16": 2, "bf16": 2, "f64": 8}[dtype]
+
+
+def max_vec(dtype: str) -> int:
+    return 16 // itemsize(dtype)
+
+
+def register_cap(dtype: str) -> int:
+    """Largest row length kept in registers for this dtype."""
+    return BUCKETS[-1] if dtype != "f64" else BUCKETS[-2]
+
+
+def bucket_config(dtype: str, cap: int) -> dict:
+    """(vec, tpr, rows, chunks) for a register-resident bucket of row length ``cap``."""
+    vec = max_vec(dtype)
+    tpr = min(max(cap // (vec * 4), 32), MAX_THREADS)
+    chunks = max(cap // (vec * tpr), 1)
+    rows = max(1, 128 // tpr)
+    return dict(vec=vec, tpr=tpr, rows=rows, chunks=chunks)
+
+
+def loop_config(dtype: str, vectorised: bool) -> dict:
+    if vectorised:
+        return dict(vec=max_vec(dtype), tpr=512, rows=1, chunks=0)
+    return dict(vec=1, tpr=256, rows=1, chunks=0)
+
+
+def _space(ops=OPS):
+    for dt in DTYPES:
+        for op in ops:
+            for cap in BUCKETS:
+                if cap <= register_cap(dt):
+                    yield dict(dtype=dt, op=op, **bucket_config(dt, cap))
+            yield dict(dtype=dt, op=op, **loop_config(dt, True))
+            yield dict(dtype=dt, op=op, **loop_config(dt, False))
+
+
+def _geometry(k: dict) -> LaunchGeometry:
+    """Block = tpr·rows threads; shared memory = the cross-warp reduction buffer (2 slots)."""
+    tpr, rows = k["tpr"], k["rows"]
+    smem = 0 if tpr <= 32 else rows * (tpr // 32) * 2 * 8 + 64
+    return LaunchGeometry(threads=tpr * rows, smem_bytes=smem)
+
+
+ROW_NORM_FW = register(KernelTemplate(
+    name="row_norm_fw",
+    family="normalization",
+    module="baracuda_dsl.kernels.row_norm",
+    params=params("x:ptr y:ptr w:ptr b:ptr mean:ptr rstd:ptr M:i32 N:i32 s1:i32 s2:i32 "
+                  "x0:i64 x1:i64 x2:i64 y0:i64 y1:i64 y2:i64 eps:f64 flags:i32"),
+    space=_space,
+    geometry=_geometry,
+    sources=("baracuda_dsl.kernels.reduction_base",),
+))
+
+ROW_NORM_BW = register(KernelTemplate(
+    name="row_norm_bw",
+    family="normalization",
+    module="baracuda_dsl.kernels.row_norm_bw",
+    params=params("dy:ptr x:ptr w:ptr mean:ptr rstd:ptr dx:ptr dwp:ptr dbp:ptr M:i32 N:i32 "
+                  "s1:i32 s2:i32 dy0:i64 dy1:i64 dy2:i64 x0:i64 x1:i64 x2:i64 dx0:i64 dx1:i64 "
+                  "dx2:i64 flags:i32"),
+    space=_space,
+    geometry=_geometry,
+    sources=("baracuda_dsl.kernels.reduction_base", "baracuda_dsl.kernels.row_norm"),
+))
+
+
+def _colsum_space():
+    for dt in DTYPES:
+        yield dict(dtype=dt)
+
+
+COLUMN_SUM = register(KernelTemplate(
+    name="column_sum",
+    family="normalization",
+    module="baracuda_dsl.kernels.column_sum",
+    params=params("src:ptr dst:ptr G:i32 N:i32 ld:i64"),
+    space=_colsum_space,
+    geometry=lambda k: LaunchGeometry(threads=256, smem_bytes=32 * 8 * 8 + 64),
+))
+
+#: flag bits shared by the FW/BW kernels and their plans
+HAS_W, HAS_B, WRITE_STATS, WANT_DW = 1, 2, 4, 8

@@ -1,0 +1,266 @@
+"""Device tensor views: pointer + shape + strides (in elements) + dtype + device.
+
+A :class:`TensorView` is what every plan's ``Args`` hold.  It can be built from any
+``__cuda_array_interface__`` or DLPack producer (torch, cupy, jax, our own ``array_api.Array``)
+with :func:`as_view`; the producer is kept alive by the view.  Rank is limited to 8, a stride of
+0 broadcasts, negative strides are allowed (views that walk backwards).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+from . import dtypes as _dt
+from .dtypes import DType
+from .errors import DeviceMismatchError, InvalidProblemError, UnsupportedError
+
+MAX_RANK = 8
+
+
+def contiguous_strides(shape) -> Tuple[int, ...]:
+    """Row-major (C order) strides in elements for ``shape``."""
+    strides = []
+    acc = 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(int(n), 1)
+    return tuple(reversed(strides))
+
+
+def check_shape(shape, what: str = "tensor") -> Tuple[int, ...]:
+    """Validate rank <= 8 and non-negative integer extents; returns the shape as a tuple."""
+    try:
+        shape = tuple(int(s) for s in shape)
+    except TypeError:
+        raise InvalidProblemError(f"{what}: shape must be a sequence of ints, got {shape!r}") from None
+    if len(shape) > MAX_RANK:
+        raise InvalidProblemError(f"{what}: rank {len(shape)} > {MAX_RANK} is not supported")
+    if any(s < 0 for s in shape):
+        raise InvalidProblemError(f"{what}: negative extent in shape {shape}")
+    return shape
+
+
+@dataclass(frozen=True)
+class TensorView:
+    """A strided view of device memory. ``ptr`` is the address of element [0,...,0];
+    ``strides`` are in elements; ``device`` is the CUDA ordinal; ``span_bytes`` (optional) is how
+    many bytes from the lowest address the view may touch, used for BufferTooSmallError checks."""
+
+    ptr: int
+    shape: Tuple[int, ...]
+    strides: Tuple[int, ...]
+    dtype: DType
+    device: int = 0
+    capacity_bytes: Optional[int] = None
+    owner: object = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self):
+        check_shape(self.shape, "TensorView")
+        if len(self.strides) != len(self.shape):
+            raise InvalidProblemError(
+                f"TensorView: {len(self.strides)} strides for rank-{len(self.shape)} shape")
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    def is_contiguous(self) -> bool:
+        """True when the view is dense row-major (extents of 1 may have any stride)."""
+        expect = 1
+        for n, s in zip(reversed(self.shape), reversed(self.strides)):
+            if n != 1 and s != expect:
+                return False
+            expect *= n
+        return True
+
+    def span_elements(self) -> Tuple[int, int]:
+        """(lowest, highest) element offsets touched relative to ``ptr`` (empty view → (0, -1))."""
+        if self.numel == 0:
+            return (0, -1)
+        lo = hi = 0
+        for n, s in zip(self.shape, self.strides):
+            if s > 0:
+                hi += (n - 1) * s
+            else:
+                lo += (n - 1) * s
+        return lo, hi
+
+    def required_bytes(self) -> int:
+        lo, hi = self.span_elements()
+        return (hi - lo + 1) * self.itemsize if hi >= lo else 0
+
+    def with_shape(self, shape, strides) -> "TensorView":
+        return TensorView(self.ptr, tuple(shape), tuple(strides), self.dtype, self.device,
+                          self.capacity_bytes, self.owner)
+
+
+# ----------------------------------------------------------------------------- DLPack parsing
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class _DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [
+        ("version", _DLPackVersion),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", _DLTensor),
+    ]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
+_GetPointer.restype = ctypes.c_void_p
+_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_IsValid = ctypes.pythonapi.PyCapsule_IsValid
+_IsValid.restype = ctypes.c_int
+_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+_KDL_CUDA, _KDL_CUDA_MANAGED, _KDL_CPU = 2, 13, 1
+
+
+def _view_from_capsule(capsule, owner) -> TensorView:
+    if _IsValid(capsule, b"dltensor_versioned"):
+        addr = _GetPointer(capsule, b"dltensor_versioned")
+        dl = _DLManagedTensorVersioned.from_address(addr).dl_tensor
+    elif _IsValid(capsule, b"dltensor"):
+        addr = _GetPointer(capsule, b"dltensor")
+        dl = _DLManagedTensor.from_address(addr).dl_tensor
+    else:
+        raise InvalidProblemError("object's __dlpack__ did not return a DLPack capsule")
+    if dl.device.device_type not in (_KDL_CUDA, _KDL_CUDA_MANAGED):
+        raise DeviceMismatchError(
+            f"operand is on DLPack device type {dl.device.device_type}, not a CUDA GPU "
+            f"(host arrays must be copied to the device first, e.g. with array_api.asarray)")
+    dt = _dt.from_dlpack_code(dl.dtype.code, dl.dtype.bits, dl.dtype.lanes)
+    shape = tuple(dl.shape[i] for i in range(dl.ndim))
+    if dl.strides:
+        strides = tuple(dl.strides[i] for i in range(dl.ndim))
+    else:
+        strides = contiguous_strides(shape)
+    ptr = (dl.data or 0) + dl.byte_offset
+    # keep the capsule (whose destructor frees the producer's reference) alive with the view
+    return TensorView(ptr, shape, strides, dt, int(dl.device.device_id), None, (owner, capsule))
+
+
+def as_view(obj, *, stream: Optional[int] = None) -> TensorView:
+    """Build a :class:`TensorView` over ``obj``: a TensorView (returned as is), anything with
+    ``__baracuda_view__`` (our Array), ``__cuda_array_interface__`` (cupy, torch except bf16,
+    numba) or ``__dlpack__`` (torch, jax, cupy).  Host arrays raise DeviceMismatchError."""
+    if isinstance(obj, TensorView):
+        return obj
+    own = getattr(obj, "__baracuda_view__", None)
+    if own is not None:
+        return own()
+    if type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr"):
+        return _view_from_torch(obj)
+    cai = None
+    try:
+        cai = obj.__cuda_array_interface__
+    except (AttributeError, TypeError, ValueError, RuntimeError):
+        cai = None
+    if cai is not None:
+        try:
+            dt = _dt.from_typestr(cai["typestr"])
+        except UnsupportedError:
+            dt = None
+        if dt is not None:
+            shape = tuple(int(s) for s in cai["shape"])
+            st = cai.get("strides")
+            strides = (tuple(int(s) // dt.itemsize for s in st) if st is not None
+                       else contiguous_strides(shape))
+            ptr = int(cai["data"][0])
+            dev = _device_of_pointer(ptr, obj)
+            return TensorView(ptr, shape, strides, dt, dev, None, obj)
+    if hasattr(obj, "__dlpack__"):
+        dev = None
+        if hasattr(obj, "__dlpack_device__"):
+            dev = obj.__dlpack_device__()
+            if int(dev[0]) not in (_KDL_CUDA, _KDL_CUDA_MANAGED):
+                raise DeviceMismatchError(
+                    f"operand of type {type(obj).__name__} lives on DLPack device {tuple(dev)}, not a "
+                    f"CUDA GPU; copy it to the device first (array_api.asarray)")
+        try:
+            cap = obj.__dlpack__(stream=stream if stream is not None else None)
+        except TypeError:
+            cap = obj.__dlpack__()
+        return _view_from_capsule(cap, obj)
+    if hasattr(obj, "__array_interface__") or hasattr(obj, "__array__"):
+        raise DeviceMismatchError(
+            f"operand of type {type(obj).__name__} is a host array; kernels need device memory "
+            f"(copy it first, e.g. array_api.asarray(x))")
+    raise InvalidProblemError(
+        f"cannot view an object of type {type(obj).__name__} as a device tensor: it has neither "
+        f"__cuda_array_interface__ nor __dlpack__")
+
+
+_TORCH_DTYPES = {
+    "torch.float32": _dt.float32, "torch.float16": _dt.float16, "torch.bfloat16": _dt.bfloat16,
+    "torch.float64": _dt.float64, "torch.int8": _dt.int8, "torch.int16": _dt.int16,
+    "torch.int32": _dt.int32, "torch.int64": _dt.int64, "torch.uint8": _dt.uint8,
+    "torch.uint16": _dt.uint16, "torch.uint32": _dt.uint32, "torch.uint64": _dt.uint64,
+    "torch.bool": _dt.bool_, "torch.complex64": _dt.complex64, "torch.complex128": _dt.complex128,
+    "torch.float8_e4m3fn": _dt.float8_e4m3, "torch.float8_e5m2": _dt.float8_e5m2,
+}
+
+
+def _view_from_torch(t) -> TensorView:
+    """Fast path for torch tensors: reads pointer, shape, strides and dtype directly (torch's
+    ``__cuda_array_interface__`` costs ~10 µs a call and does not cover bf16)."""
+    dev = t.device
+    if dev.type != "cuda":
+        raise DeviceMismatchError(f"torch tensor on {dev}, kernels need a CUDA tensor "
+                                  f"(use .cuda() or array_api.asarray)")
+    dt = _TORCH_DTYPES.get(str(t.dtype))
+    if dt is None:
+        raise UnsupportedError(f"torch dtype {t.dtype} has no baracuda dtype")
+    return TensorView(t.data_ptr(), tuple(t.shape), tuple(t.stride()), dt,
+                      dev.index or 0, None, t)
+
+
+def _device_of_pointer(ptr: int, obj) -> int:
+    dev = getattr(obj, "device", None)
+    idx = getattr(dev, "index", None)  # torch.device
+    if isinstance(idx, int):
+        return idx
+    did = getattr(dev, "id", None)  # cupy.cuda.Device
+    if isinstance(did, int):
+        return did
+    return 0
