@@ -262,7 +262,7 @@ class _RowNormPlan(Plan):
             k = self._generic
         flags = ((spec.HAS_W if w is not None else 0) | (spec.HAS_B if b is not None else 0)
                  | (spec.WRITE_STATS if rstd is not None else 0))
-        kern = jit_kernel(spec.ROW_NORM_FW, freeze_knobs(k), x.device, self._arch)
+        kern = self._kernel(spec.ROW_NORM_FW, k, x.device)
         (xs0, xs1, xs2), (ys0, ys1, ys2) = geo.strides
         s1, s2 = geo.sizes[1], geo.sizes[2]
         grid = ((self._m + k["rows"] - 1) // k["rows"], 1, 1)
@@ -455,7 +455,7 @@ class _RowNormBackwardPlan(Plan):
             dwp = ws.ptr if want else 0
             dbp = ws.ptr + part if (want and self._op == "ln") else 0
             flags = (spec.HAS_W if w is not None else 0) | (spec.WANT_DW if want else 0)
-            kern = jit_kernel(spec.ROW_NORM_BW, freeze_knobs(k), dev, self._arch)
+            kern = self._kernel(spec.ROW_NORM_BW, k, dev)
             (a0, a1, a2), (b0, b1, b2), (c0, c1, c2) = geo.strides
             kern.launch((ctas, 1, 1), [dy.ptr, x.ptr, w.ptr if w is not None else 0,
                                        mean.ptr if mean is not None else 0, rstd.ptr, dx.ptr, dwp,
@@ -466,13 +466,27 @@ class _RowNormBackwardPlan(Plan):
             part, slots, dwp, dbp = 0, 0, ws.ptr, ws.ptr  # no rows: the column sums write zeros
         if not want:
             return
-        csum = jit_kernel(spec.COLUMN_SUM, freeze_knobs(dict(dtype=self.desc.dtype.short)), dev,
-                          self._arch)
+        csum = self._kernel(spec.COLUMN_SUM, dict(dtype=self.desc.dtype.short), dev)
         grid = ((self._n + 31) // 32, 1, 1)
         if dw is not None:
             csum.launch(grid, [dwp, dw.ptr, slots, self._n, self._n], stream)
         if db is not None:
             csum.launch(grid, [dbp, db.ptr, slots, self._n, self._n], stream)
+
+
+def _plan_kernel(self, template, knobs: dict, ordinal: int):
+    """The loaded kernel for (template, knobs) on ``ordinal``, memoised on the plan instance so the
+    hot path skips knob freezing and the global table."""
+    memo = self.__dict__.setdefault("_kernels", {})
+    key = (template.name, tuple(knobs.items()), ordinal)
+    lk = memo.get(key)
+    if lk is None:
+        lk = memo[key] = jit_kernel(template, freeze_knobs(knobs), ordinal, self._arch)
+    return lk
+
+
+_RowNormPlan._kernel = _plan_kernel
+_RowNormBackwardPlan._kernel = _plan_kernel
 
 
 def _sm_count_or_default(pref) -> int:
