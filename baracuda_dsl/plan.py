@@ -52,13 +52,18 @@ class Plan:
     def run(self, args, stream=None, workspace=None) -> None:
         """Check ``args`` and the workspace, then enqueue the kernel(s) on ``stream``."""
         self.can_implement(args)
+        ws = self.check_workspace(workspace)
+        if self.is_empty():
+            return
+        self._launch(args, stream_handle(stream), ws)
+
+    def check_workspace(self, workspace) -> Workspace:
+        """The caller's workspace as a Workspace; WorkspaceTooSmallError if below workspace_size()."""
         ws = Workspace.none() if workspace is None else Workspace.from_buffer(workspace)
         need = self.workspace_size()
         if ws.nbytes < need:
             raise WorkspaceTooSmallError(need, ws.nbytes)
-        if self.is_empty():
-            return
-        self._launch(args, stream_handle(stream), ws)
+        return ws
 
     def sku(self) -> KernelSku:
         """The kernel this plan picked."""

@@ -428,14 +428,10 @@ class _RowNormBackwardPlan(Plan):
                          (("dy", dy), ("x", x), ("dx", dx)), 1)
 
     def run(self, args, stream=None, workspace=None) -> None:
-        from ..errors import WorkspaceTooSmallError
         from ..runtime.stream import stream_handle
 
         views = self._views(args)
-        ws = Workspace.none() if workspace is None else Workspace.from_buffer(workspace)
-        need = self.workspace_size()
-        if ws.nbytes < need:
-            raise WorkspaceTooSmallError(need, ws.nbytes)
+        ws = self.check_workspace(workspace)
         if self.is_empty():
             return
         self._launch_views(views, stream_handle(stream), ws)
