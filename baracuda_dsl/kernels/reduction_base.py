@@ -72,3 +72,23 @@ def row_offset(row, s1, s2, st0, st1, st2):
     i1 = t % Int64(s1)
     i0 = t // Int64(s1)
     return i0 * st0 + i1 * st1 + i2 * st2
+
+
+@cute.jit
+def load_batch(g, frag, v0, tpr: cutlass.Constexpr, U: cutlass.Constexpr, nvec):
+    """frag[:, u] = g[:, v0 + u·tpr] for u < U (zeros past ``nvec``): U independent loads in flight."""
+    for u in cutlass.range_constexpr(U):
+        v = v0 + u * tpr
+        if v < nvec:
+            cute.autovec_copy(g[None, v], frag[None, u])
+        else:
+            frag[None, u].fill(0.0)
+
+
+@cute.jit
+def store_batch(frag, g, v0, tpr: cutlass.Constexpr, U: cutlass.Constexpr, nvec):
+    """g[:, v0 + u·tpr] = frag[:, u] for u < U, skipping vectors past ``nvec``."""
+    for u in cutlass.range_constexpr(U):
+        v = v0 + u * tpr
+        if v < nvec:
+            cute.autovec_copy(frag[None, u], g[None, v])

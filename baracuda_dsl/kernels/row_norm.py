@@ -18,8 +18,8 @@ import cutlass.cute as cute
 from cutlass import Float32, Float64, Int32, Int64, const_expr
 
 from ..templates.row_norm import HAS_B, HAS_W, WRITE_STATS
-from .reduction_base import (alloc_reduction_buffer, compute_type, element_type, row_allreduce_sum,
-                             row_offset)
+from .reduction_base import (alloc_reduction_buffer, compute_type, element_type, load_batch,
+                             row_allreduce_sum, row_offset, store_batch)
 
 
 def build(knobs: dict):
@@ -33,7 +33,7 @@ def build(knobs: dict):
 
     smem = _geometry(knobs).smem_bytes
     slots = 2
-    span = tpr * vec  # elements covered by one pass of the row's threads
+    U = 4 if vec > 1 else 8  # loop mode: vectors per thread in flight per step
 
     @cute.kernel
     def kernel(px: cute.Pointer, py: cute.Pointer, pw: cute.Pointer, pb: cute.Pointer,
@@ -116,35 +116,42 @@ def build(knobs: dict):
                         rx[e, c] = T(xf[e, c])
                     cute.autovec_copy(rx[None, c], gy[None, v])
         else:
-            # loop mode: any N; passes re-read the row (L2-resident for moderate rows)
+            # loop mode: any N; each pass walks the row U vectors per thread at a time (U loads in
+            # flight), re-reading it for later passes (mostly from L2)
             nvec = (N + vec - 1) // vec
-            gx = cute.make_tensor(px + offx, cute.make_layout((vec, nvec), stride=(1, vec)))
-            gy = cute.make_tensor(py + offy, cute.make_layout((vec, nvec), stride=(1, vec)))
-            gw = cute.make_tensor(pw, cute.make_layout((vec, nvec), stride=(1, vec)))
-            gb = cute.make_tensor(pb, cute.make_layout((vec, nvec), stride=(1, vec)))
-            rx = cute.make_rmem_tensor(cute.make_layout((vec,)), T)
-            rv = cute.make_rmem_tensor(cute.make_layout((vec,)), T)
+            lay = cute.make_layout((vec, nvec), stride=(1, vec))
+            gx = cute.make_tensor(px + offx, lay)
+            gy = cute.make_tensor(py + offy, lay)
+            gw = cute.make_tensor(pw, lay)
+            gb = cute.make_tensor(pb, lay)
+            bl = cute.make_layout((vec, U), stride=(1, vec))
+            rx = cute.make_rmem_tensor(bl, T)
+            rv = cute.make_rmem_tensor(bl, T)
+            yv = cute.make_rmem_tensor(bl, CT)
             s = CT(0.0)
             mean = CT(0.0)
             if valid:
-                for v in cutlass.range(lane, nvec, tpr):
-                    cute.autovec_copy(gx[None, v], rx)
-                    for e in cutlass.range_constexpr(vec):
-                        xe = CT(rx[e])
-                        if const_expr(is_ln):
-                            s = s + xe
-                        else:
-                            s = s + xe * xe
+                for v0 in cutlass.range(lane, nvec, tpr * U):
+                    load_batch(gx, rx, v0, tpr, U, nvec)
+                    for u in cutlass.range_constexpr(U):
+                        for e in cutlass.range_constexpr(vec):
+                            xe = CT(rx[e, u])
+                            if const_expr(is_ln):
+                                s = s + xe
+                            else:
+                                s = s + xe * xe
             tot = row_allreduce_sum(s, buf, tpr, 0, rin, lane)
             if const_expr(is_ln):
                 mean = tot / n_ct
                 q = CT(0.0)
                 if valid:
-                    for v in cutlass.range(lane, nvec, tpr):
-                        cute.autovec_copy(gx[None, v], rx)
-                        for e in cutlass.range_constexpr(vec):
-                            d = CT(rx[e]) - mean
-                            q = q + d * d
+                    for v0 in cutlass.range(lane, nvec, tpr * U):
+                        load_batch(gx, rx, v0, tpr, U, nvec)
+                        for u in cutlass.range_constexpr(U):
+                            if v0 + u * tpr < nvec:
+                                for e in cutlass.range_constexpr(vec):
+                                    d = CT(rx[e, u]) - mean
+                                    q = q + d * d
                 var = row_allreduce_sum(q, buf, tpr, 1, rin, lane) / n_ct
             else:
                 var = tot / n_ct
@@ -156,23 +163,26 @@ def build(knobs: dict):
                 pr = cute.make_tensor(prstd + Int64(row), cute.make_layout(1))
                 pr[0] = rstd
             if valid:
-                for v in cutlass.range(lane, nvec, tpr):
-                    cute.autovec_copy(gx[None, v], rx)
-                    yv = cute.make_rmem_tensor(cute.make_layout((vec,)), CT)
-                    for e in cutlass.range_constexpr(vec):
-                        yv[e] = (CT(rx[e]) - mean) * rstd
-                    if has_w:
-                        cute.autovec_copy(gw[None, v], rv)
+                for v0 in cutlass.range(lane, nvec, tpr * U):
+                    load_batch(gx, rx, v0, tpr, U, nvec)
+                    for u in cutlass.range_constexpr(U):
                         for e in cutlass.range_constexpr(vec):
-                            yv[e] = yv[e] * CT(rv[e])
+                            yv[e, u] = (CT(rx[e, u]) - mean) * rstd
+                    if has_w:
+                        load_batch(gw, rv, v0, tpr, U, nvec)
+                        for u in cutlass.range_constexpr(U):
+                            for e in cutlass.range_constexpr(vec):
+                                yv[e, u] = yv[e, u] * CT(rv[e, u])
                     if const_expr(is_ln):
                         if has_b:
-                            cute.autovec_copy(gb[None, v], rv)
-                            for e in cutlass.range_constexpr(vec):
-                                yv[e] = yv[e] + CT(rv[e])
-                    for e in cutlass.range_constexpr(vec):
-                        rx[e] = T(yv[e])
-                    cute.autovec_copy(rx, gy[None, v])
+                            load_batch(gb, rv, v0, tpr, U, nvec)
+                            for u in cutlass.range_constexpr(U):
+                                for e in cutlass.range_constexpr(vec):
+                                    yv[e, u] = yv[e, u] + CT(rv[e, u])
+                    for u in cutlass.range_constexpr(U):
+                        for e in cutlass.range_constexpr(vec):
+                            rx[e, u] = T(yv[e, u])
+                    store_batch(rx, gy, v0, tpr, U, nvec)
 
     @cute.jit
     def launch(px: cute.Pointer, py: cute.Pointer, pw: cute.Pointer, pb: cute.Pointer,

@@ -19,8 +19,8 @@ import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, const_expr
 
 from ..templates.row_norm import HAS_W, WANT_DW, _geometry
-from .reduction_base import (alloc_reduction_buffer, compute_type, element_type, row_allreduce_sum,
-                             row_offset)
+from .reduction_base import (alloc_reduction_buffer, compute_type, element_type, load_batch,
+                             row_allreduce_sum, row_offset, store_batch)
 
 
 def build(knobs: dict):
@@ -31,6 +31,7 @@ def build(knobs: dict):
     is_ln = op == "ln"
     threads = tpr * rows
     smem = _geometry(knobs).smem_bytes
+    U = 2 if vec > 1 else 4  # loop mode: vectors per thread in flight per step
 
     @cute.kernel
     def kernel(pdy: cute.Pointer, px: cute.Pointer, pw: cute.Pointer, pmean: cute.Pointer,
@@ -54,6 +55,8 @@ def build(knobs: dict):
         n_iter = (M + nslots - 1) // nslots
         wsrow = Int64(slot) * Int64(N)
         if const_expr(chunks > 0):
+            # register mode: x, dy and w of the row stay in registers (input precision); x̂ and g
+            # are recomputed rather than stored, so only dw/db accumulators are kept in f32
             nv = chunks * tpr
             lay = cute.make_layout((vec, nv), stride=(1, vec))
             rl = cute.make_layout((vec, chunks), stride=(1, vec))
@@ -61,21 +64,16 @@ def build(knobs: dict):
             rx = cute.make_rmem_tensor(rl, T)
             rdy = cute.make_rmem_tensor(rl, T)
             rwt = cute.make_rmem_tensor(rl, T)
-            xh = cute.make_rmem_tensor(rl, CT)
-            g = cute.make_rmem_tensor(rl, CT)
-            wf = cute.make_rmem_tensor(rl, CT)
             acc_w = cute.make_rmem_tensor(rl, CT)
             acc_b = cute.make_rmem_tensor(rl, CT)
-            for c in cutlass.range_constexpr(chunks):
-                v = c * tpr + lane
-                for e in cutlass.range_constexpr(vec):
-                    acc_w[e, c] = CT(0.0)
-                    acc_b[e, c] = CT(0.0)
-                    wf[e, c] = CT(1.0)
-                if has_w and v * vec < N:
-                    cute.autovec_copy(gw[None, v], rwt[None, c])
-                    for e in cutlass.range_constexpr(vec):
-                        wf[e, c] = CT(rwt[e, c])
+            acc_w.fill(0.0)
+            acc_b.fill(0.0)
+            rwt.fill(1.0)
+            if has_w:
+                for c in cutlass.range_constexpr(chunks):
+                    v = c * tpr + lane
+                    if v * vec < N:
+                        cute.autovec_copy(gw[None, v], rwt[None, c])
             for it in cutlass.range(n_iter):
                 row = slot + it * nslots
                 active = row < M
@@ -103,11 +101,11 @@ def build(knobs: dict):
                 for c in cutlass.range_constexpr(chunks):
                     for e in cutlass.range_constexpr(vec):
                         d = CT(rdy[e, c])
-                        xh[e, c] = (CT(rx[e, c]) - mean) * rstd
-                        g[e, c] = d * wf[e, c]
-                        s_gx = s_gx + g[e, c] * xh[e, c]
-                        s_g = s_g + g[e, c]
-                        acc_w[e, c] = acc_w[e, c] + d * xh[e, c]
+                        xh = (CT(rx[e, c]) - mean) * rstd
+                        g = d * CT(rwt[e, c])
+                        s_gx = s_gx + g * xh
+                        s_g = s_g + g
+                        acc_w[e, c] = acc_w[e, c] + d * xh
                         acc_b[e, c] = acc_b[e, c] + d
                 c1 = row_allreduce_sum(s_gx, buf, tpr, 0, rin, lane) / n_ct
                 c2 = CT(0.0)
@@ -117,7 +115,9 @@ def build(knobs: dict):
                     v = c * tpr + lane
                     if active and v * vec < N:
                         for e in cutlass.range_constexpr(vec):
-                            rx[e, c] = T(rstd * (g[e, c] - c2 - xh[e, c] * c1))
+                            xh = (CT(rx[e, c]) - mean) * rstd
+                            g = CT(rdy[e, c]) * CT(rwt[e, c])
+                            rx[e, c] = T(rstd * (g - c2 - xh * c1))
                         cute.autovec_copy(rx[None, c], gdx[None, v])
                 # the next iteration's reduction writes the same smem slots: wait for readers
                 if const_expr(tpr > 32):
@@ -128,32 +128,30 @@ def build(knobs: dict):
                 for c in cutlass.range_constexpr(chunks):
                     v = c * tpr + lane
                     if v * vec < N:
-                        pw_ = cute.make_rmem_tensor(cute.make_layout((vec,)), CT)
-                        for e in cutlass.range_constexpr(vec):
-                            pw_[e] = acc_w[e, c]
-                        cute.autovec_copy(pw_, gdw[None, v])
+                        cute.autovec_copy(acc_w[None, c], gdw[None, v])
                         if const_expr(is_ln):
-                            for e in cutlass.range_constexpr(vec):
-                                pw_[e] = acc_b[e, c]
-                            cute.autovec_copy(pw_, gdb[None, v])
+                            cute.autovec_copy(acc_b[None, c], gdb[None, v])
         else:
+            # loop mode (any N): per row, pass 1 reduces, pass 2 writes dx and read-modify-writes
+            # this slot's own dw/db partial row (L2-resident); U vectors per thread in flight
             nvec = (N + vec - 1) // vec
             lay = cute.make_layout((vec, nvec), stride=(1, vec))
             gw = cute.make_tensor(pw, lay)
-            rx = cute.make_rmem_tensor(cute.make_layout((vec,)), T)
-            rdy = cute.make_rmem_tensor(cute.make_layout((vec,)), T)
-            rwt = cute.make_rmem_tensor(cute.make_layout((vec,)), T)
-            pa = cute.make_rmem_tensor(cute.make_layout((vec,)), CT)
-            pb = cute.make_rmem_tensor(cute.make_layout((vec,)), CT)
+            bl = cute.make_layout((vec, U), stride=(1, vec))
+            rx = cute.make_rmem_tensor(bl, T)
+            rdy = cute.make_rmem_tensor(bl, T)
+            rwt = cute.make_rmem_tensor(bl, T)
+            pa = cute.make_rmem_tensor(bl, CT)
+            pb = cute.make_rmem_tensor(bl, CT)
             gdw = cute.make_tensor(pdwp + wsrow, lay)
             gdb = cute.make_tensor(pdbp + wsrow, lay)
+            rwt.fill(1.0)
             if want_dw:
-                for v in cutlass.range(lane, nvec, tpr):
-                    for e in cutlass.range_constexpr(vec):
-                        pa[e] = CT(0.0)
-                    cute.autovec_copy(pa, gdw[None, v])
+                pa.fill(0.0)
+                for v0 in cutlass.range(lane, nvec, tpr * U):
+                    store_batch(pa, gdw, v0, tpr, U, nvec)
                     if const_expr(is_ln):
-                        cute.autovec_copy(pa, gdb[None, v])
+                        store_batch(pa, gdb, v0, tpr, U, nvec)
             for it in cutlass.range(n_iter):
                 row = slot + it * nslots
                 active = row < M
@@ -171,43 +169,45 @@ def build(knobs: dict):
                 s_gx = CT(0.0)
                 s_g = CT(0.0)
                 if active:
-                    for v in cutlass.range(lane, nvec, tpr):
-                        cute.autovec_copy(gx[None, v], rx)
-                        cute.autovec_copy(gdy[None, v], rdy)
+                    for v0 in cutlass.range(lane, nvec, tpr * U):
+                        load_batch(gx, rx, v0, tpr, U, nvec)
+                        load_batch(gdy, rdy, v0, tpr, U, nvec)
                         if has_w:
-                            cute.autovec_copy(gw[None, v], rwt)
-                        for e in cutlass.range_constexpr(vec):
-                            d = CT(rdy[e])
-                            xe = (CT(rx[e]) - mean) * rstd
-                            ge = d * CT(rwt[e]) if has_w else d
-                            s_gx = s_gx + ge * xe
-                            s_g = s_g + ge
+                            load_batch(gw, rwt, v0, tpr, U, nvec)
+                        for u in cutlass.range_constexpr(U):
+                            for e in cutlass.range_constexpr(vec):
+                                d = CT(rdy[e, u])
+                                xe = (CT(rx[e, u]) - mean) * rstd
+                                ge = d * CT(rwt[e, u])
+                                s_gx = s_gx + ge * xe
+                                s_g = s_g + ge
                 c1 = row_allreduce_sum(s_gx, buf, tpr, 0, rin, lane) / n_ct
                 c2 = CT(0.0)
                 if const_expr(is_ln):
                     c2 = row_allreduce_sum(s_g, buf, tpr, 1, rin, lane) / n_ct
                 if active:
-                    for v in cutlass.range(lane, nvec, tpr):
-                        cute.autovec_copy(gx[None, v], rx)
-                        cute.autovec_copy(gdy[None, v], rdy)
+                    for v0 in cutlass.range(lane, nvec, tpr * U):
+                        load_batch(gx, rx, v0, tpr, U, nvec)
+                        load_batch(gdy, rdy, v0, tpr, U, nvec)
                         if has_w:
-                            cute.autovec_copy(gw[None, v], rwt)
+                            load_batch(gw, rwt, v0, tpr, U, nvec)
                         if want_dw:
-                            cute.autovec_copy(gdw[None, v], pa)
+                            load_batch(gdw, pa, v0, tpr, U, nvec)
                             if const_expr(is_ln):
-                                cute.autovec_copy(gdb[None, v], pb)
-                        for e in cutlass.range_constexpr(vec):
-                            d = CT(rdy[e])
-                            xe = (CT(rx[e]) - mean) * rstd
-                            ge = d * CT(rwt[e]) if has_w else d
-                            rx[e] = T(rstd * (ge - c2 - xe * c1))
-                            pa[e] = pa[e] + d * xe
-                            pb[e] = pb[e] + d
-                        cute.autovec_copy(rx, gdx[None, v])
+                                load_batch(gdb, pb, v0, tpr, U, nvec)
+                        for u in cutlass.range_constexpr(U):
+                            for e in cutlass.range_constexpr(vec):
+                                d = CT(rdy[e, u])
+                                xe = (CT(rx[e, u]) - mean) * rstd
+                                ge = d * CT(rwt[e, u])
+                                rx[e, u] = T(rstd * (ge - c2 - xe * c1))
+                                pa[e, u] = pa[e, u] + d * xe
+                                pb[e, u] = pb[e, u] + d
+                        store_batch(rx, gdx, v0, tpr, U, nvec)
                         if want_dw:
-                            cute.autovec_copy(pa, gdw[None, v])
+                            store_batch(pa, gdw, v0, tpr, U, nvec)
                             if const_expr(is_ln):
-                                cute.autovec_copy(pb, gdb[None, v])
+                                store_batch(pb, gdb, v0, tpr, U, nvec)
                 if const_expr(tpr > 32):
                     cute.arch.barrier()
 

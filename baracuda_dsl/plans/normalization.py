@@ -49,10 +49,11 @@ def _norm_dims(shape, normalized_ndim: int, what: str) -> Tuple[Tuple[int, ...],
     return shape, m, n
 
 
-def _primary_knobs(dt: DType, op: str, n: int) -> dict:
-    if n <= spec.register_cap(dt.short):
+def _primary_knobs(dt: DType, op: str, n: int, backward: bool = False) -> dict:
+    cap_of = spec.register_cap_bw if backward else spec.register_cap
+    if n <= cap_of(dt.short):
         cap = next(c for c in spec.BUCKETS if c >= n)
-        return dict(dtype=dt.short, op=op, **spec.bucket_config(dt.short, cap))
+        return dict(dtype=dt.short, op=op, **spec.bucket_config(dt.short, cap, backward))
     return dict(dtype=dt.short, op=op, **spec.loop_config(dt.short, True))
 
 
@@ -358,7 +359,7 @@ class _RowNormBackwardPlan(Plan):
         pref = resolve_pref(pref)
         shape, m, n = _norm_dims(desc.shape, desc.normalized_ndim, cls.__name__)
         arch = plan_arch(pref)
-        knobs = _primary_knobs(desc.dtype, cls._op, n)
+        knobs = _primary_knobs(desc.dtype, cls._op, n, backward=True)
         plan = cls(desc, pref, _sku(cls._name, desc.dtype, arch, spec.ROW_NORM_BW.name, knobs))
         plan._arch, plan._m, plan._n, plan._knobs = arch, m, n, knobs
         plan._generic = _generic_knobs(desc.dtype, cls._op)

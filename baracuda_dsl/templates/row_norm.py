@@ -10,7 +10,9 @@ strided groups of outer dims address the rows.  Knobs:
 ``tpr``     threads per row; ``rows`` rows per CTA (block = tpr × rows threads)
 ``chunks``  vectors each thread keeps in registers (the row-length bucket: the SKU serves
             ``N <= tpr·chunks·vec``); 0 = loop mode for any ``N`` (the row is re-read from
-            global memory/L2 instead of kept in registers)
+            global memory/L2 instead of kept in registers).  Forward buckets go up to 32768
+            (16384 for f64), backward ones to 8192 (4096 for f64): backward also keeps per-column
+            weight/bias gradient accumulators in registers.
 """
 
 from __future__ import annotations
@@ -38,13 +40,27 @@ def register_cap(dtype: str) -> int:
     return BUCKETS[-1] if dtype != "f64" else BUCKETS[-2]
 
 
-def bucket_config(dtype: str, cap: int) -> dict:
-    """(vec, tpr, rows, chunks) for a register-resident bucket of row length ``cap``."""
+def bucket_config(dtype: str, cap: int, backward: bool = False) -> dict:
+    """(vec, tpr, rows, chunks) for a register-resident bucket of row length ``cap``.  Forward:
+    four vectors per thread (up to 1024 threads a row).  Backward keeps dw/db accumulators per
+    column as well, so it holds ``bw_elems`` elements per thread with at most 512 threads a row."""
     vec = max_vec(dtype)
-    tpr = min(max(cap // (vec * 4), 32), MAX_THREADS)
+    if backward:
+        tpr = min(max(cap // bw_elems(dtype), 32), 512)
+    else:
+        tpr = min(max(cap // (vec * 4), 32), MAX_THREADS)
     chunks = max(cap // (vec * tpr), 1)
     rows = max(1, 128 // tpr)
     return dict(vec=vec, tpr=tpr, rows=rows, chunks=chunks)
+
+
+def bw_elems(dtype: str) -> int:
+    """Elements per thread in the backward register buckets (register budget at 512 threads)."""
+    return 8 if dtype == "f64" else 16
+
+
+def register_cap_bw(dtype: str) -> int:
+    return 512 * bw_elems(dtype)
 
 
 def loop_config(dtype: str, vectorised: bool) -> dict:
@@ -53,12 +69,13 @@ def loop_config(dtype: str, vectorised: bool) -> dict:
     return dict(vec=1, tpr=256, rows=1, chunks=0)
 
 
-def _space(ops=OPS):
+def _space(backward: bool):
+    cap_of = register_cap_bw if backward else register_cap
     for dt in DTYPES:
-        for op in ops:
+        for op in OPS:
             for cap in BUCKETS:
-                if cap <= register_cap(dt):
-                    yield dict(dtype=dt, op=op, **bucket_config(dt, cap))
+                if cap <= cap_of(dt):
+                    yield dict(dtype=dt, op=op, **bucket_config(dt, cap, backward))
             yield dict(dtype=dt, op=op, **loop_config(dt, True))
             yield dict(dtype=dt, op=op, **loop_config(dt, False))
 
@@ -76,7 +93,7 @@ ROW_NORM_FW = register(KernelTemplate(
     module="baracuda_dsl.kernels.row_norm",
     params=params("x:ptr y:ptr w:ptr b:ptr mean:ptr rstd:ptr M:i32 N:i32 s1:i32 s2:i32 "
                   "x0:i64 x1:i64 x2:i64 y0:i64 y1:i64 y2:i64 eps:f64 flags:i32"),
-    space=_space,
+    space=lambda: _space(False),
     geometry=_geometry,
     sources=("baracuda_dsl.kernels.reduction_base",),
 ))
@@ -88,9 +105,9 @@ ROW_NORM_BW = register(KernelTemplate(
     params=params("dy:ptr x:ptr w:ptr mean:ptr rstd:ptr dx:ptr dwp:ptr dbp:ptr M:i32 N:i32 "
                   "s1:i32 s2:i32 dy0:i64 dy1:i64 dy2:i64 x0:i64 x1:i64 x2:i64 dx0:i64 dx1:i64 "
                   "dx2:i64 flags:i32"),
-    space=_space,
+    space=lambda: _space(True),
     geometry=_geometry,
-    sources=("baracuda_dsl.kernels.reduction_base", "baracuda_dsl.kernels.row_norm"),
+    sources=("baracuda_dsl.kernels.reduction_base",),
 ))
 
 
