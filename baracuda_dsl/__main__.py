@@ -41,7 +41,8 @@ def _cmd_prebuild(ns) -> int:
         for t in all_templates(fams):
             ks = t.skus()
             table.add_row(t.family, t.name, str(len(ks)),
-                          *[str(sum(cache.get(t, k, a.value) is not None for k in ks)) for a in arches])
+                          *[f"{sum(cache.get(t, k, a.value) is not None for k in t.skus(a.value))}"
+                            f"/{len(t.skus(a.value))}" for a in arches])
         out.print(table)
         return 0
     jobs = ns.jobs or os.cpu_count() or 1

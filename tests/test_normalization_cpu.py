@@ -16,7 +16,8 @@ def test_forward_select_validation(plan, desc):
     assert p.sku().arch is bd.ArchSku.SM90A and p.workspace_size() == 0
     assert p.precision_guarantee().deterministic
     assert dict(p.sku().knobs)["chunks"] > 0  # register bucket for 4096
-    assert dict(plan.select(desc((2, 100000), 1, "f32"), PREF).sku().knobs)["chunks"] == 0
+    assert dict(plan.select(desc((2, 100000), 1, "f32"), PREF).sku().knobs)["cluster"] == 4
+    assert dict(plan.select(desc((2, 300000), 1, "f32"), PREF).sku().knobs)["chunks"] == 0
     with pytest.raises(bd.UnsupportedError):
         desc((8, 64), 1, "int32")
     with pytest.raises(bd.InvalidProblemError):
@@ -34,10 +35,21 @@ def test_forward_select_validation(plan, desc):
 
 
 def test_bucket_choice_covers_row():
-    for n in (1, 255, 256, 257, 4096, 4097, 32768):
+    from baracuda_dsl.templates.row_norm import bucket_cap, register_cap, register_cap_bw
+
+    for n in (1, 255, 256, 257, 4096, 4097, 32768, 32769, 100000, 262144):
         p = bd.RMSNormPlan.select(bd.RMSNormDescriptor((4, n), 1, "f16"), PREF)
-        k = dict(p.sku().knobs)
-        assert k["chunks"] * k["tpr"] * k["vec"] >= n
+        for plan, limit in ((p, 8 * register_cap("f16")), (bd.RMSNormBackwardPlan.select(
+                bd.RMSNormBackwardDescriptor((4, n), 1, "f16"), PREF), 8 * register_cap_bw("f16"))):
+            k = dict(plan.sku().knobs)
+            if n <= limit:  # register bucket, possibly split over a cluster
+                assert bucket_cap(k) >= n and k["chunks"] > 0
+            else:  # loop SKU serves any length
+                assert k["chunks"] == 0
+    # clusters only on sm90a: sm80 takes the loop SKU for long rows
+    p80 = bd.RMSNormPlan.select(bd.RMSNormDescriptor((4, 100000), 1, "f16"),
+                                bd.PlanPreference(arch=bd.ArchSku.SM80))
+    assert dict(p80.sku().knobs)["chunks"] == 0 and dict(p80.sku().knobs)["cluster"] == 1
 
 
 def test_backward_workspace_and_validation():

@@ -76,23 +76,30 @@ def check_abi(declared: Sequence[Param], ptx_types: Sequence[str]) -> None:
             raise ValueError(f"ABI mismatch for param {p.name}: declared {p.kind}, PTX has .{t}")
 
 
-class ArgPack:
-    """Pre-allocated kernel argument storage for one kernel ABI (not thread-safe: one per
-    launcher; concurrent launches from several threads each use their own)."""
+_STRUCT = {"ptr": "Q", "i32": "i4x", "i64": "q", "f32": "f4x", "f64": "d"}
 
-    __slots__ = ("_slots", "_array", "address", "_setters")
+
+class ArgPack:
+    """Pre-allocated kernel argument storage for one kernel ABI: one 8-byte slot per parameter
+    in a single buffer, and a ``void*[]`` pointing at the slots.  ``set`` writes every value with
+    one ``struct.pack_into`` call.  Not thread-safe: each thread uses its own pack."""
+
+    __slots__ = ("_buf", "_cbuf", "_array", "address", "_fmt", "_n")
 
     def __init__(self, abi: Sequence[Param]):
-        self._slots = [_CTYPE[p.kind]() for p in abi]
-        self._array = (ctypes.c_void_p * max(len(abi), 1))(
-            *[ctypes.addressof(s) for s in self._slots])
+        import struct
+
+        self._n = len(abi)
+        self._fmt = struct.Struct("<" + "".join(_STRUCT[p.kind] for p in abi))
+        self._buf = bytearray(max(8 * len(abi), 8))
+        self._cbuf = (ctypes.c_char * len(self._buf)).from_buffer(self._buf)
+        base = ctypes.addressof(self._cbuf)
+        self._array = (ctypes.c_void_p * max(len(abi), 1))(*[base + 8 * i for i in range(len(abi))])
         self.address = ctypes.addressof(self._array)
 
     def set(self, values: Sequence) -> int:
         """Write ``values`` (one per parameter, in ABI order) and return the ``void**`` address."""
-        slots = self._slots
-        if len(values) != len(slots):
-            raise ValueError(f"kernel takes {len(slots)} arguments, got {len(values)}")
-        for s, v in zip(slots, values):
-            s.value = v
+        if len(values) != self._n:
+            raise ValueError(f"kernel takes {self._n} arguments, got {len(values)}")
+        self._fmt.pack_into(self._buf, 0, *values)
         return self.address

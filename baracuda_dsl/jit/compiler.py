@@ -81,6 +81,7 @@ def _compile_in_worker(template_name: str, knobs: Knobs, arch: str) -> Tuple[byt
         "params": [[p.name, p.kind] for p in t.params],
         "threads": geom.threads,
         "smem_bytes": geom.smem_bytes,
+        "cluster": geom.cluster,
         "compile_seconds": round(time.perf_counter() - t0, 3),
         "dsl_version": installed_dsl_version(),
         "ptx_target": (re.search(r"\.target\s+(\S+)", ptx) or [None, None])[1],

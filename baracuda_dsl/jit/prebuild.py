@@ -29,8 +29,8 @@ def plan_jobs(families: Optional[Sequence[str]], arches: Sequence[ArchSku], cach
     """(template, knobs, arch, already_cached) for every SKU of the selection."""
     out = []
     for t in all_templates(families):
-        for knobs in t.skus():
-            for a in arches:
+        for a in arches:
+            for knobs in t.skus(a.value):
                 out.append((t, knobs, a, cache.get(t, knobs, a.value) is not None))
     return out
 

@@ -33,10 +33,12 @@ def knob_key(knobs: Knobs) -> str:
 
 @dataclass(frozen=True)
 class LaunchGeometry:
-    """Block size and dynamic shared memory (bytes) a SKU was compiled for."""
+    """Block size, dynamic shared memory (bytes) and thread-block-cluster size (CTAs along x;
+    1 = no cluster, sm90a only otherwise) a SKU was compiled for."""
 
     threads: int
     smem_bytes: int = 0
+    cluster: int = 1
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class KernelTemplate:
     ``space``     callable returning every knob dict of the SKU space
     ``geometry``  callable knob dict -> LaunchGeometry
     ``sources``   extra modules whose text is part of the template hash (shared helpers)
+    ``arch_ok``   optional callable (knob dict, arch value) -> bool: SKUs that only exist on some
+                  arches (thread-block clusters need sm90a)
     """
 
     name: str
@@ -59,11 +63,14 @@ class KernelTemplate:
     space: Callable[[], Iterable[Dict[str, object]]]
     geometry: Callable[[Dict[str, object]], LaunchGeometry]
     sources: Tuple[str, ...] = ()
+    arch_ok: Optional[Callable[[Dict[str, object], str], bool]] = None
     _hash: list = field(default_factory=list, compare=False, repr=False)
 
-    def skus(self) -> Tuple[Knobs, ...]:
-        """Every SKU (as frozen knobs) of this template's declared space."""
-        return tuple(freeze_knobs(k) for k in self.space())
+    def skus(self, arch: Optional[str] = None) -> Tuple[Knobs, ...]:
+        """Every SKU (as frozen knobs) of this template's declared space, optionally only those
+        that exist for ``arch`` (an ArchSku value such as ``"sm80"``)."""
+        return tuple(freeze_knobs(k) for k in self.space()
+                     if arch is None or self.arch_ok is None or self.arch_ok(k, arch))
 
     def source_hash(self) -> str:
         """sha256 (16 hex) over the text of the kernel module and its helper modules; read from

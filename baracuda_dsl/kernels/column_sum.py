@@ -27,7 +27,7 @@ def build(knobs: dict):
         c = tidx % COLS
         g = tidx // COLS
         col = bidx * COLS + c
-        smem = cutlass.utils.SmemAllocator()
+        smem = cutlass.memory.SmemAllocator()
         part = smem.allocate_tensor(CT, cute.make_layout((COLS, GROUPS)), byte_alignment=16)
         acc = CT(0.0)
         if col < N:

@@ -40,8 +40,58 @@ def alloc_reduction_buffer(ct, tpr: int, rows: int, slots: int):
     """Shared buffer (rows, warps_per_row, slots) of the compute type, or None for tpr <= 32."""
     if const_expr(tpr <= WARP):
         return None
-    smem = cutlass.utils.SmemAllocator()
+    smem = cutlass.memory.SmemAllocator()
     return smem.allocate_tensor(ct, cute.make_layout((rows, tpr // WARP, slots)), byte_alignment=16)
+
+
+def alloc_cluster_buffer(ct, rows: int, slots: int, C: int):
+    """Shared buffer (rows, slots, C) receiving each cluster peer's partial, or None for C == 1.
+    Also synchronises the cluster once, so peers' shared memory is live before remote stores."""
+    if const_expr(C == 1):
+        return None
+    smem = cutlass.memory.SmemAllocator()
+    buf = smem.allocate_tensor(ct, cute.make_layout((rows, slots, C), stride=(slots * C, C, 1)),
+                               byte_alignment=16)
+    cute.arch.cluster_arrive_relaxed()
+    cute.arch.cluster_wait()
+    return buf
+
+
+def cluster_rank(C: int):
+    """This CTA's rank in its cluster (0 without clusters)."""
+    if const_expr(C == 1):
+        return Int32(0)
+    return Int32(cute.arch.block_idx_in_cluster())
+
+
+def cluster_smem_bytes(rows: int, slots: int, C: int, ct_bytes: int = 8) -> int:
+    return 0 if C == 1 else rows * slots * C * ct_bytes + 64
+
+
+@cute.jit
+def cluster_sum(val, cbuf, C: cutlass.Constexpr, slot, row_in_cta, lane_in_row):
+    """Sum a row total over the C CTAs of a cluster (each holds a slice of the row): lanes
+    0..C-1 store this CTA's value into slot [row, slot, rank] of every peer through distributed
+    shared memory, a cluster barrier publishes the stores, and every CTA adds the C values in rank
+    order, so all get the bit-identical total.  Identity for C == 1."""
+    if const_expr(C == 1):
+        return val
+    rank = cute.arch.block_idx_in_cluster()
+    if lane_in_row < C:
+        off = (row_in_cta * cute.size(cbuf, mode=[1]) + slot) * C + rank
+        addr = Int32(cute.arch.map_dsmem_ptr(cbuf.iterator + off, lane_in_row).toint())
+        if const_expr(isinstance(val, Float64)):
+            cute.arch.inline_ptx("st.shared::cluster.f64 [{$r0}], {$r1};",
+                                 read_only_args=[addr, val])
+        else:
+            cute.arch.inline_ptx("st.shared::cluster.f32 [{$r0}], {$r1};",
+                                 read_only_args=[addr, val])
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+    total = cbuf[row_in_cta, slot, 0]
+    for r in cutlass.range_constexpr(1, C):
+        total = total + cbuf[row_in_cta, slot, r]
+    return total
 
 
 @cute.jit

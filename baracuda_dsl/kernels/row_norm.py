@@ -18,13 +18,15 @@ import cutlass.cute as cute
 from cutlass import Float32, Float64, Int32, Int64, const_expr
 
 from ..templates.row_norm import HAS_B, HAS_W, WRITE_STATS
-from .reduction_base import (alloc_reduction_buffer, compute_type, element_type, load_batch,
+from .reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_rank,
+                             cluster_sum, compute_type, element_type, load_batch,
                              row_allreduce_sum, row_offset, store_batch)
 
 
 def build(knobs: dict):
     dt, op = knobs["dtype"], knobs["op"]
     vec, tpr, rows, chunks = knobs["vec"], knobs["tpr"], knobs["rows"], knobs["chunks"]
+    C = knobs.get("cluster", 1)  # CTAs sharing one row (thread-block cluster, sm90a)
     T = element_type(dt)
     CT = compute_type(dt)
     is_ln = op == "ln"
@@ -32,7 +34,8 @@ def build(knobs: dict):
     from ..templates.row_norm import _geometry
 
     smem = _geometry(knobs).smem_bytes
-    slots = 2
+    from ..templates.row_norm import SLOTS as slots
+
     U = 4 if vec > 1 else 8  # loop mode: vectors per thread in flight per step
 
     @cute.kernel
@@ -44,8 +47,11 @@ def build(knobs: dict):
         bidx, _, _ = cute.arch.block_idx()
         lane = tidx % tpr
         rin = tidx // tpr
-        row = bidx * rows + rin
+        row = (bidx // C) * rows + rin
+        rank = cluster_rank(C)
+        vb = rank * (chunks * tpr)  # first vector of the row owned by this CTA
         buf = alloc_reduction_buffer(CT, tpr, rows, slots)
+        cbuf = alloc_cluster_buffer(CT, rows, slots, C)
         valid = row < M
         rr = row if valid else Int32(0)
         offx = cute.assume(row_offset(rr, s1, s2, x0, x1, x2), divby=vec)
@@ -54,7 +60,7 @@ def build(knobs: dict):
         has_b = (flags & HAS_B) != 0
         n_ct = CT(N)
         if const_expr(chunks > 0):
-            nv = chunks * tpr
+            nv = chunks * tpr * C
             gx = cute.make_tensor(px + offx, cute.make_layout((vec, nv), stride=(1, vec)))
             gy = cute.make_tensor(py + offy, cute.make_layout((vec, nv), stride=(1, vec)))
             gw = cute.make_tensor(pw, cute.make_layout((vec, nv), stride=(1, vec)))
@@ -63,7 +69,7 @@ def build(knobs: dict):
             rv = cute.make_rmem_tensor(cute.make_layout((vec, chunks), stride=(1, vec)), T)
             xf = cute.make_rmem_tensor(cute.make_layout((vec, chunks), stride=(1, vec)), CT)
             for c in cutlass.range_constexpr(chunks):
-                v = c * tpr + lane
+                v = vb + c * tpr + lane
                 if valid and v * vec < N:
                     cute.autovec_copy(gx[None, v], rx[None, c])
                 else:
@@ -77,29 +83,32 @@ def build(knobs: dict):
                 for c in cutlass.range_constexpr(chunks):
                     for e in cutlass.range_constexpr(vec):
                         s = s + xf[e, c]
-                mean = row_allreduce_sum(s, buf, tpr, 0, rin, lane) / n_ct
+                mean = cluster_sum(row_allreduce_sum(s, buf, tpr, 0, rin, lane), cbuf, C, 0, rin,
+                                   lane) / n_ct
                 q = CT(0.0)
                 for c in cutlass.range_constexpr(chunks):
-                    v = c * tpr + lane
+                    v = vb + c * tpr + lane
                     if v * vec < N:
                         for e in cutlass.range_constexpr(vec):
                             d = xf[e, c] - mean
                             q = q + d * d
-                var = row_allreduce_sum(q, buf, tpr, 1, rin, lane) / n_ct
+                var = cluster_sum(row_allreduce_sum(q, buf, tpr, 1, rin, lane), cbuf, C, 1, rin,
+                                  lane) / n_ct
             else:
                 for c in cutlass.range_constexpr(chunks):
                     for e in cutlass.range_constexpr(vec):
                         s = s + xf[e, c] * xf[e, c]
-                var = row_allreduce_sum(s, buf, tpr, 0, rin, lane) / n_ct
+                var = cluster_sum(row_allreduce_sum(s, buf, tpr, 0, rin, lane), cbuf, C, 0, rin,
+                                  lane) / n_ct
             rstd = CT(1.0) / cute.math.sqrt(var + CT(eps))
-            if (flags & WRITE_STATS) != 0 and valid and lane == 0:
+            if (flags & WRITE_STATS) != 0 and valid and lane == 0 and rank == 0:
                 if const_expr(is_ln):
                     pm = cute.make_tensor(pmean + Int64(row), cute.make_layout(1))
                     pm[0] = mean
                 pr = cute.make_tensor(prstd + Int64(row), cute.make_layout(1))
                 pr[0] = rstd
             for c in cutlass.range_constexpr(chunks):
-                v = c * tpr + lane
+                v = vb + c * tpr + lane
                 if valid and v * vec < N:
                     for e in cutlass.range_constexpr(vec):
                         xf[e, c] = (xf[e, c] - mean) * rstd
@@ -190,7 +199,8 @@ def build(knobs: dict):
                x0: Int64, x1: Int64, x2: Int64, y0: Int64, y1: Int64, y2: Int64,
                eps: Float64, flags: Int32, stream):
         kernel(px, py, pw, pb, pmean, prstd, M, N, s1, s2, x0, x1, x2, y0, y1, y2, eps,
-               flags).launch(grid=[(M + rows - 1) // rows, 1, 1], block=[threads, 1, 1],
+               flags).launch(grid=[(M + rows - 1) // rows * C, 1, 1], block=[threads, 1, 1],
+                             cluster=[C, 1, 1] if const_expr(C > 1) else None,
                              smem=smem, stream=stream)
 
     return launch, example_args(T, CT, vec) + [cute.runtime.make_fake_stream()]

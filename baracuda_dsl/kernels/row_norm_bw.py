@@ -18,14 +18,16 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, const_expr
 
-from ..templates.row_norm import HAS_W, WANT_DW, _geometry
-from .reduction_base import (alloc_reduction_buffer, compute_type, element_type, load_batch,
+from ..templates.row_norm import HAS_W, SLOTS, WANT_DW, _geometry
+from .reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_rank,
+                             cluster_sum, compute_type, element_type, load_batch,
                              row_allreduce_sum, row_offset, store_batch)
 
 
 def build(knobs: dict):
     dt, op = knobs["dtype"], knobs["op"]
     vec, tpr, rows, chunks = knobs["vec"], knobs["tpr"], knobs["rows"], knobs["chunks"]
+    C = knobs.get("cluster", 1)  # CTAs sharing one row (thread-block cluster, sm90a)
     T = element_type(dt)
     CT = compute_type(dt)
     is_ln = op == "ln"
@@ -43,9 +45,12 @@ def build(knobs: dict):
         gdim, _, _ = cute.arch.grid_dim()
         lane = tidx % tpr
         rin = tidx // tpr
-        slot = bidx * rows + rin
-        nslots = gdim * rows
-        buf = alloc_reduction_buffer(CT, tpr, rows, 2)
+        slot = (bidx // C) * rows + rin
+        nslots = (gdim // C) * rows
+        rank = cluster_rank(C)
+        vb = rank * (chunks * tpr)  # first vector of the row owned by this CTA (cluster SKUs)
+        buf = alloc_reduction_buffer(CT, tpr, rows, SLOTS)
+        cbuf = alloc_cluster_buffer(CT, rows, SLOTS, C)
         has_w = (flags & HAS_W) != 0
         want_dw = (flags & WANT_DW) != 0
         n_ct = CT(N)
@@ -57,7 +62,7 @@ def build(knobs: dict):
         if const_expr(chunks > 0):
             # register mode: x, dy and w of the row stay in registers (input precision); x̂ and g
             # are recomputed rather than stored, so only dw/db accumulators are kept in f32
-            nv = chunks * tpr
+            nv = chunks * tpr * C
             lay = cute.make_layout((vec, nv), stride=(1, vec))
             rl = cute.make_layout((vec, chunks), stride=(1, vec))
             gw = cute.make_tensor(pw, lay)
@@ -71,7 +76,7 @@ def build(knobs: dict):
             rwt.fill(1.0)
             if has_w:
                 for c in cutlass.range_constexpr(chunks):
-                    v = c * tpr + lane
+                    v = vb + c * tpr + lane
                     if v * vec < N:
                         cute.autovec_copy(gw[None, v], rwt[None, c])
             for it in cutlass.range(n_iter):
@@ -89,7 +94,7 @@ def build(knobs: dict):
                 if const_expr(is_ln):
                     mean = cute.make_tensor(pmean + Int64(rr), cute.make_layout(1))[0]
                 for c in cutlass.range_constexpr(chunks):
-                    v = c * tpr + lane
+                    v = vb + c * tpr + lane
                     if active and v * vec < N:
                         cute.autovec_copy(gx[None, v], rx[None, c])
                         cute.autovec_copy(gdy[None, v], rdy[None, c])
@@ -107,12 +112,15 @@ def build(knobs: dict):
                         s_g = s_g + g
                         acc_w[e, c] = acc_w[e, c] + d * xh
                         acc_b[e, c] = acc_b[e, c] + d
-                c1 = row_allreduce_sum(s_gx, buf, tpr, 0, rin, lane) / n_ct
+                par = (it % 2) * 2  # cluster slots alternate so a fast peer never overwrites
+                c1 = cluster_sum(row_allreduce_sum(s_gx, buf, tpr, 0, rin, lane), cbuf, C, par,
+                                 rin, lane) / n_ct
                 c2 = CT(0.0)
                 if const_expr(is_ln):
-                    c2 = row_allreduce_sum(s_g, buf, tpr, 1, rin, lane) / n_ct
+                    c2 = cluster_sum(row_allreduce_sum(s_g, buf, tpr, 1, rin, lane), cbuf, C,
+                                     par + 1, rin, lane) / n_ct
                 for c in cutlass.range_constexpr(chunks):
-                    v = c * tpr + lane
+                    v = vb + c * tpr + lane
                     if active and v * vec < N:
                         for e in cutlass.range_constexpr(vec):
                             xh = (CT(rx[e, c]) - mean) * rstd
@@ -126,7 +134,7 @@ def build(knobs: dict):
                 gdw = cute.make_tensor(pdwp + wsrow, lay)
                 gdb = cute.make_tensor(pdbp + wsrow, lay)
                 for c in cutlass.range_constexpr(chunks):
-                    v = c * tpr + lane
+                    v = vb + c * tpr + lane
                     if v * vec < N:
                         cute.autovec_copy(acc_w[None, c], gdw[None, v])
                         if const_expr(is_ln):
@@ -218,8 +226,10 @@ def build(knobs: dict):
                x0: Int64, x1: Int64, x2: Int64, dx0: Int64, dx1: Int64, dx2: Int64, flags: Int32,
                stream):
         kernel(pdy, px, pw, pmean, prstd, pdx, pdwp, pdbp, M, N, s1, s2, dy0, dy1, dy2, x0, x1,
-               x2, dx0, dx1, dx2, flags).launch(grid=[(M + rows - 1) // rows, 1, 1],
-                                                block=[threads, 1, 1], smem=smem, stream=stream)
+               x2, dx0, dx1, dx2, flags).launch(grid=[(M + rows - 1) // rows * C, 1, 1],
+                                                block=[threads, 1, 1], smem=smem,
+                                                cluster=[C, 1, 1] if const_expr(C > 1) else None,
+                                                stream=stream)
 
     from cutlass.cute.runtime import make_fake_stream, make_ptr
 

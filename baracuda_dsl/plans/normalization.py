@@ -15,6 +15,8 @@ of the same family — same results, lower bandwidth; ``plan.sku()`` reports the
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -26,7 +28,8 @@ from ..plan import (Plan, check_dtype, check_finite, check_writable_no_overlap, 
 from ..runtime.device import current_device_ordinal
 from ..tensor import TensorView, check_shape
 from ..templates import row_norm as spec
-from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
+from ..vocabulary import (ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee,
+                          Workspace)
 
 _I32_MAX = 2**31 - 1
 
@@ -49,16 +52,22 @@ def _norm_dims(shape, normalized_ndim: int, what: str) -> Tuple[Tuple[int, ...],
     return shape, m, n
 
 
-def _primary_knobs(dt: DType, op: str, n: int, backward: bool = False) -> dict:
-    cap_of = spec.register_cap_bw if backward else spec.register_cap
-    if n <= cap_of(dt.short):
-        cap = next(c for c in spec.BUCKETS if c >= n)
-        return dict(dtype=dt.short, op=op, **spec.bucket_config(dt.short, cap, backward))
-    return dict(dtype=dt.short, op=op, **spec.loop_config(dt.short, True))
+def _primary_knobs(dt: DType, op: str, n: int, arch, backward: bool = False) -> dict:
+    """Smallest register bucket that holds the row; on sm90a rows up to 8 buckets long are split
+    over a thread-block cluster; longer rows take the loop SKU."""
+    cap = (spec.register_cap_bw if backward else spec.register_cap)(dt.short)
+    if n <= cap:
+        b = next(c for c in spec.BUCKETS if c >= n)
+        return dict(dtype=dt.short, op=op, cluster=1, **spec.bucket_config(dt.short, b, backward))
+    if arch is ArchSku.SM90A:
+        for c in spec.CLUSTERS:
+            if n <= cap * c:
+                return dict(dtype=dt.short, op=op, **spec.cluster_config(dt.short, c, backward))
+    return dict(dtype=dt.short, op=op, cluster=1, **spec.loop_config(dt.short, True))
 
 
 def _generic_knobs(dt: DType, op: str) -> dict:
-    return dict(dtype=dt.short, op=op, **spec.loop_config(dt.short, False))
+    return dict(dtype=dt.short, op=op, cluster=1, **spec.loop_config(dt.short, False))
 
 
 def _precision(dt: DType) -> PrecisionGuarantee:
@@ -74,35 +83,49 @@ def _sku(op_name: str, dt: DType, arch, template: str, knobs: dict) -> KernelSku
 
 
 class _RowGeometry:
-    """How the tensors of one call map onto (rows × N): the ≤ 3 outer stride groups per tensor."""
+    """How the tensors of one call map onto (rows × N): up to 3 outer stride groups per tensor
+    (``sizes``, ``strides``) and ``gcd``, the gcd of N and every outer stride (the vector path
+    needs it to be a multiple of the vector width).  Pure function of shapes and strides, so it
+    is memoised: the hot path pays one dict lookup."""
 
-    __slots__ = ("sizes", "strides", "aligned")
+    __slots__ = ("sizes", "strides", "gcd")
 
-    def __init__(self, shape, k: int, views, vec: int):
-        outer = shape[:len(shape) - k]
-        for name, v in views:
-            inner_shape = shape[len(shape) - k:]
-            inner_strides = v.strides[len(shape) - k:]
-            expect = 1
-            for n_, s_ in zip(reversed(inner_shape), reversed(inner_strides)):
-                if n_ != 1 and s_ != expect:
-                    raise UnsupportedError(
-                        f"{name}: the normalised trailing dims must be dense (unit stride, "
-                        f"row-major); got strides {v.strides} for shape {v.shape}. Make it "
-                        f"contiguous first (array_api does this automatically).")
-                expect *= n_
-        col = collapse_dims(outer, *[v.strides[:len(outer)] for _, v in views])
-        oshape, ostrides = col[0], col[1:]
-        if len(oshape) > 3:
-            raise UnsupportedError(
-                f"the leading (batch) dims collapse to {len(oshape)} strided groups; at most 3 are "
-                f"wired. Make the operands contiguous first (array_api does this automatically).")
-        pad = 3 - len(oshape)
-        self.sizes = (1,) * pad + tuple(oshape)
-        self.strides = [(0,) * pad + tuple(st) for st in ostrides]
-        n = prod(shape[len(shape) - k:])
-        self.aligned = n % vec == 0 and all(
-            v.ptr % 16 == 0 for _, v in views) and all(s % vec == 0 for st in self.strides for s in st)
+    def __init__(self, sizes, strides, g):
+        self.sizes, self.strides, self.gcd = sizes, strides, g
+
+    def aligned(self, vec: int, views) -> bool:
+        return self.gcd % vec == 0 and all(v.ptr % 16 == 0 for v in views)
+
+
+@functools.lru_cache(maxsize=512)
+def _row_geometry(shape, k: int, names, strides) -> _RowGeometry:
+    outer = shape[:len(shape) - k]
+    inner_shape = shape[len(shape) - k:]
+    for name, st in zip(names, strides):
+        expect = 1
+        for n_, s_ in zip(reversed(inner_shape), reversed(st[len(shape) - k:])):
+            if n_ != 1 and s_ != expect:
+                raise UnsupportedError(
+                    f"{name}: the normalised trailing dims must be dense (unit stride, "
+                    f"row-major); got strides {st} for shape {shape}. Make it "
+                    f"contiguous first (array_api does this automatically).")
+            expect *= n_
+    col = collapse_dims(outer, *[st[:len(outer)] for st in strides])
+    oshape, ostrides = col[0], col[1:]
+    if len(oshape) > 3:
+        raise UnsupportedError(
+            f"the leading (batch) dims collapse to {len(oshape)} strided groups; at most 3 are "
+            f"wired. Make the operands contiguous first (array_api does this automatically).")
+    pad = 3 - len(oshape)
+    sizes = (1,) * pad + tuple(oshape)
+    groups = tuple((0,) * pad + tuple(st) for st in ostrides)
+    g = math.gcd(prod(inner_shape), *[s for st in groups for s in st])
+    return _RowGeometry(sizes, groups, g)
+
+
+def _geometry_of(desc, named_views) -> _RowGeometry:
+    return _row_geometry(desc.shape, desc.normalized_ndim, tuple(n for n, _ in named_views),
+                         tuple(v.strides for _, v in named_views))
 
 
 def _check_stats(v: Optional[TensorView], name: str, m: int, dt: DType, dev: int) -> None:
@@ -201,7 +224,7 @@ class _RowNormPlan(Plan):
         if desc.eps < 0:
             raise InvalidProblemError(f"{cls.__name__}: eps must be >= 0, got {desc.eps}")
         arch = plan_arch(pref)
-        knobs = _primary_knobs(desc.dtype, cls._op, n)
+        knobs = _primary_knobs(desc.dtype, cls._op, n, arch)
         plan = cls(desc, pref, _sku(cls._name, desc.dtype, arch, spec.ROW_NORM_FW.name, knobs))
         plan._arch, plan._m, plan._n, plan._knobs = arch, m, n, knobs
         plan._generic = _generic_knobs(desc.dtype, cls._op)
@@ -243,7 +266,7 @@ class _RowNormPlan(Plan):
     def can_implement(self, args) -> None:
         x, y, *_ = self._views(args)
         if not self.is_empty():
-            _RowGeometry(self.desc.shape, self.desc.normalized_ndim, (("x", x), ("y", y)), 1)
+            _geometry_of(self.desc, (("x", x), ("y", y)))
 
     def run(self, args, stream=None, workspace=None) -> None:
         # can_implement is folded into _launch's view building (one pass over the args)
@@ -257,16 +280,15 @@ class _RowNormPlan(Plan):
     def _launch_views(self, views, stream: int) -> None:
         x, y, w, b, mean, rstd = views
         k = self._knobs
-        geo = _RowGeometry(self.desc.shape, self.desc.normalized_ndim, (("x", x), ("y", y)),
-                           k["vec"])
-        if not geo.aligned or (w is not None and w.ptr % 16) or (b is not None and b.ptr % 16):
+        geo = _geometry_of(self.desc, (("x", x), ("y", y)))
+        if not geo.aligned(k["vec"], [v for v in (x, y, w, b) if v is not None]):
             k = self._generic
         flags = ((spec.HAS_W if w is not None else 0) | (spec.HAS_B if b is not None else 0)
                  | (spec.WRITE_STATS if rstd is not None else 0))
         kern = self._kernel(spec.ROW_NORM_FW, k, x.device)
         (xs0, xs1, xs2), (ys0, ys1, ys2) = geo.strides
         s1, s2 = geo.sizes[1], geo.sizes[2]
-        grid = ((self._m + k["rows"] - 1) // k["rows"], 1, 1)
+        grid = ((self._m + k["rows"] - 1) // k["rows"] * k["cluster"], 1, 1)
         kern.launch(grid, [x.ptr, y.ptr, w.ptr if w is not None else 0,
                            b.ptr if b is not None else 0, mean.ptr if mean is not None else 0,
                            rstd.ptr if rstd is not None else 0, self._m, self._n, s1, s2,
@@ -359,25 +381,30 @@ class _RowNormBackwardPlan(Plan):
         pref = resolve_pref(pref)
         shape, m, n = _norm_dims(desc.shape, desc.normalized_ndim, cls.__name__)
         arch = plan_arch(pref)
-        knobs = _primary_knobs(desc.dtype, cls._op, n, backward=True)
+        knobs = _primary_knobs(desc.dtype, cls._op, n, arch, backward=True)
         plan = cls(desc, pref, _sku(cls._name, desc.dtype, arch, spec.ROW_NORM_BW.name, knobs))
         plan._arch, plan._m, plan._n, plan._knobs = arch, m, n, knobs
         plan._generic = _generic_knobs(desc.dtype, cls._op)
+        plan._csum_knobs = dict(dtype=desc.dtype.short)
         plan._sms = _sm_count_or_default(pref)
         return plan
 
     # grid / partial rows: a persistent grid of about one full wave of CTAs
     def _ctas(self, knobs) -> int:
+        """Persistent grid size (CTAs): about one wave, a multiple of the cluster size; each
+        cluster (or CTA) is one row slot per ``rows``."""
         threads = knobs["tpr"] * knobs["rows"]
+        c = knobs["cluster"]
         per_sm = max(1, 1024 // threads)
-        return max(1, min((self._m + knobs["rows"] - 1) // knobs["rows"], self._sms * per_sm))
+        groups = min((self._m + knobs["rows"] - 1) // knobs["rows"], self._sms * per_sm // c)
+        return max(1, groups) * c
 
     def _needs_partials(self) -> bool:
         d = self.desc
         return d.has_weight or (self._op == "ln" and getattr(d, "has_bias", False))
 
     def _partial_bytes(self, knobs) -> int:
-        slots = self._ctas(knobs) * knobs["rows"]
+        slots = self._ctas(knobs) // knobs["cluster"] * knobs["rows"]
         nb = slots * self._n * stats_dtype(self.desc.dtype).itemsize
         return (nb + _WS_ALIGN - 1) // _WS_ALIGN * _WS_ALIGN
 
@@ -425,8 +452,7 @@ class _RowNormBackwardPlan(Plan):
     def can_implement(self, args) -> None:
         dy, x, dx, *_ = self._views(args)
         if self._m and self._n:
-            _RowGeometry(self.desc.shape, self.desc.normalized_ndim,
-                         (("dy", dy), ("x", x), ("dx", dx)), 1)
+            _geometry_of(self.desc, (("dy", dy), ("x", x), ("dx", dx)))
 
     def run(self, args, stream=None, workspace=None) -> None:
         from ..runtime.stream import stream_handle
@@ -443,9 +469,9 @@ class _RowNormBackwardPlan(Plan):
         dev = x.device
         want = self._needs_partials()
         if self._m:
-            geo = _RowGeometry(self.desc.shape, self.desc.normalized_ndim,
-                               (("dy", dy), ("x", x), ("dx", dx)), k["vec"])
-            if not geo.aligned or (w is not None and w.ptr % 16) or (want and ws.ptr % 16):
+            geo = _geometry_of(self.desc, (("dy", dy), ("x", x), ("dx", dx)))
+            if not geo.aligned(k["vec"], [v for v in (dy, x, dx, w) if v is not None]) or (
+                    want and ws.ptr % 16):
                 k = self._generic
             ctas = self._ctas(k)
             part = self._partial_bytes(k)
@@ -458,12 +484,12 @@ class _RowNormBackwardPlan(Plan):
                                        mean.ptr if mean is not None else 0, rstd.ptr, dx.ptr, dwp,
                                        dbp, self._m, self._n, geo.sizes[1], geo.sizes[2],
                                        a0, a1, a2, b0, b1, b2, c0, c1, c2, flags], stream)
-            slots = ctas * k["rows"]
+            slots = ctas // k["cluster"] * k["rows"]
         else:
             part, slots, dwp, dbp = 0, 0, ws.ptr, ws.ptr  # no rows: the column sums write zeros
         if not want:
             return
-        csum = self._kernel(spec.COLUMN_SUM, dict(dtype=self.desc.dtype.short), dev)
+        csum = self._kernel(spec.COLUMN_SUM, self._csum_knobs, dev)
         grid = ((self._n + 31) // 32, 1, 1)
         if dw is not None:
             csum.launch(grid, [dwp, dw.ptr, slots, self._n, self._n], stream)
@@ -475,7 +501,7 @@ def _plan_kernel(self, template, knobs: dict, ordinal: int):
     """The loaded kernel for (template, knobs) on ``ordinal``, memoised on the plan instance so the
     hot path skips knob freezing and the global table."""
     memo = self.__dict__.setdefault("_kernels", {})
-    key = (template.name, tuple(knobs.items()), ordinal)
+    key = (id(knobs), ordinal)  # knob dicts are attributes of the plan: ids are stable
     lk = memo.get(key)
     if lk is None:
         lk = memo[key] = jit_kernel(template, freeze_knobs(knobs), ordinal, self._arch)

@@ -20,7 +20,8 @@ from ..jit.cache import Artifact
 class LoadedKernel:
     """A kernel entry resident on one device, ready to launch."""
 
-    __slots__ = ("artifact", "kernel", "handle", "threads", "smem", "_pack", "_launch", "_local")
+    __slots__ = ("artifact", "kernel", "handle", "threads", "smem", "cluster", "_pack", "_launch",
+                 "_launch_ex", "_local")
 
     def __init__(self, artifact: Artifact, ordinal: int):
         from cuda.bindings import driver
@@ -35,6 +36,7 @@ class LoadedKernel:
         self.handle = self.kernel.handle
         self.threads = artifact.threads
         self.smem = artifact.smem_bytes
+        self.cluster = int(artifact.meta.get("cluster", 1))
         if self.smem > 48 * 1024:
             err, func = driver.cuKernelGetFunction(self.handle)
             _check("cuKernelGetFunction", err)
@@ -47,6 +49,7 @@ class LoadedKernel:
         self._local.pack = ArgPack(abi)
         self._pack = abi
         self._launch = driver.cuLaunchKernel
+        self._launch_ex = driver.cuLaunchKernelEx
 
     def _argpack(self) -> ArgPack:
         p = getattr(self._local, "pack", None)
@@ -55,12 +58,38 @@ class LoadedKernel:
         return p
 
     def launch(self, grid: Tuple[int, int, int], args: Sequence, stream: int = 0) -> None:
-        """Launch on ``stream`` (raw handle) with ``grid`` blocks and the compiled block size."""
+        """Launch on ``stream`` (raw handle) with ``grid`` blocks and the compiled block size;
+        SKUs compiled for thread-block clusters go through ``cuLaunchKernelEx`` with the cluster
+        dimension attribute (``grid[0]`` must be a multiple of the cluster size)."""
         addr = self._argpack().set(args)
-        (err,) = self._launch(self.handle, grid[0], grid[1], grid[2], self.threads, 1, 1,
-                              self.smem, stream, addr, 0)
+        if self.cluster == 1:
+            (err,) = self._launch(self.handle, grid[0], grid[1], grid[2], self.threads, 1, 1,
+                                  self.smem, stream, addr, 0)
+        else:
+            cfg = self._cluster_config(grid, stream)
+            (err,) = self._launch_ex(cfg, self.handle, addr, 0)
         if err:
             raise DriverError(f"cuLaunchKernel({self.artifact.meta.get('template')})", err)
+
+    def _cluster_config(self, grid, stream: int):
+        from cuda.bindings import driver
+
+        cfg = getattr(self._local, "cfg", None)
+        if cfg is None:
+            cfg = driver.CUlaunchConfig()
+            attr = driver.CUlaunchAttribute()
+            attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x = self.cluster
+            attr.value.clusterDim.y = 1
+            attr.value.clusterDim.z = 1
+            cfg.attrs = [attr]
+            cfg.numAttrs = 1
+            cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = self.threads, 1, 1
+            cfg.sharedMemBytes = self.smem
+            self._local.cfg = cfg
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+        cfg.hStream = driver.CUstream(stream)
+        return cfg
 
 
 def _check(call: str, err) -> None:

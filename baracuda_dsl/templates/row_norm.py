@@ -69,22 +69,50 @@ def loop_config(dtype: str, vectorised: bool) -> dict:
     return dict(vec=1, tpr=256, rows=1, chunks=0)
 
 
+#: rows longer than one CTA's register bucket are split over a thread-block cluster (sm90a)
+CLUSTERS = (2, 4, 8)
+
+
+def cluster_config(dtype: str, clusters: int, backward: bool = False) -> dict:
+    """A row of ``clusters`` × the largest single-CTA bucket, one slice per CTA of the cluster."""
+    cap = (register_cap_bw if backward else register_cap)(dtype)
+    return dict(bucket_config(dtype, cap, backward), cluster=clusters)
+
+
+def bucket_cap(k: dict) -> int:
+    """Longest row a register-mode SKU serves."""
+    return k["chunks"] * k["tpr"] * k["vec"] * k.get("cluster", 1)
+
+
 def _space(backward: bool):
     cap_of = register_cap_bw if backward else register_cap
     for dt in DTYPES:
         for op in OPS:
             for cap in BUCKETS:
                 if cap <= cap_of(dt):
-                    yield dict(dtype=dt, op=op, **bucket_config(dt, cap, backward))
-            yield dict(dtype=dt, op=op, **loop_config(dt, True))
-            yield dict(dtype=dt, op=op, **loop_config(dt, False))
+                    yield dict(dtype=dt, op=op, cluster=1, **bucket_config(dt, cap, backward))
+            for c in CLUSTERS:
+                yield dict(dtype=dt, op=op, **cluster_config(dt, c, backward))
+            yield dict(dtype=dt, op=op, cluster=1, **loop_config(dt, True))
+            yield dict(dtype=dt, op=op, cluster=1, **loop_config(dt, False))
+
+
+def _arch_ok(k: dict, arch: str) -> bool:
+    """Cluster SKUs exist for sm90a only."""
+    return k.get("cluster", 1) == 1 or arch == "sm90a"
+
+
+SLOTS = 4  # reduction slots: two values × two parities (the backward loop alternates)
 
 
 def _geometry(k: dict) -> LaunchGeometry:
-    """Block = tpr·rows threads; shared memory = the cross-warp reduction buffer (2 slots)."""
-    tpr, rows = k["tpr"], k["rows"]
-    smem = 0 if tpr <= 32 else rows * (tpr // 32) * 2 * 8 + 64
-    return LaunchGeometry(threads=tpr * rows, smem_bytes=smem)
+    """Block = tpr·rows threads; shared memory = the cross-warp reduction buffer plus, for cluster
+    SKUs, the buffer receiving the peers' partial sums; cluster = CTAs per row."""
+    tpr, rows, c = k["tpr"], k["rows"], k.get("cluster", 1)
+    smem = 0 if tpr <= 32 else rows * (tpr // 32) * SLOTS * 8 + 64
+    if c > 1:
+        smem += rows * SLOTS * c * 8 + 64
+    return LaunchGeometry(threads=tpr * rows, smem_bytes=smem, cluster=c)
 
 
 ROW_NORM_FW = register(KernelTemplate(
@@ -95,6 +123,7 @@ ROW_NORM_FW = register(KernelTemplate(
                   "x0:i64 x1:i64 x2:i64 y0:i64 y1:i64 y2:i64 eps:f64 flags:i32"),
     space=lambda: _space(False),
     geometry=_geometry,
+    arch_ok=_arch_ok,
     sources=("baracuda_dsl.kernels.reduction_base",),
 ))
 
@@ -107,6 +136,7 @@ ROW_NORM_BW = register(KernelTemplate(
                   "dx2:i64 flags:i32"),
     space=lambda: _space(True),
     geometry=_geometry,
+    arch_ok=_arch_ok,
     sources=("baracuda_dsl.kernels.reduction_base",),
 ))
 
