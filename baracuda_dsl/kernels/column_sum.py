@@ -1,6 +1,7 @@
 """Deterministic column sum: ``dst[j] = Σ_p src[p, j]`` over P partial rows (compute type in, the
 plan's dtype out).  A block of 256 threads covers 32 columns with 8 row groups; each thread adds
-rows g, g+8, g+16, … in order, the 8 group sums are added in order through shared memory.  The
+rows g, g+8, g+16, … into four interleaved accumulators (four loads in flight), combined in a
+fixed order, and the 8 group sums are added in order through shared memory.  The
 order never depends on scheduling, so results are bit-identical run to run.  Used to finish the
 weight/bias gradients of the normalisation backward kernels.
 """
@@ -29,12 +30,29 @@ def build(knobs: dict):
         col = bidx * COLS + c
         smem = cutlass.memory.SmemAllocator()
         part = smem.allocate_tensor(CT, cute.make_layout((COLS, GROUPS)), byte_alignment=16)
-        acc = CT(0.0)
+        # four independent accumulators (rows g, g+8, g+16, g+24 of each step of 32) keep four
+        # loads in flight per thread; they are combined in a fixed order
+        a0 = CT(0.0)
+        a1 = CT(0.0)
+        a2 = CT(0.0)
+        a3 = CT(0.0)
         if col < N:
-            for p in cutlass.range(g, G, GROUPS):
-                src = cute.make_tensor(psrc + (Int64(p) * ld + Int64(col)), cute.make_layout(1))
-                acc = acc + src[0]
-        part[c, g] = acc
+            col64 = Int64(col)
+            for p in cutlass.range(g, G, GROUPS * 4):
+                src = cute.make_tensor(psrc + (Int64(p) * ld + col64),
+                                       cute.make_layout(4, stride=ld * GROUPS))
+                if p + 3 * GROUPS < G:
+                    a0 = a0 + src[0]
+                    a1 = a1 + src[1]
+                    a2 = a2 + src[2]
+                    a3 = a3 + src[3]
+                else:
+                    a0 = a0 + src[0]
+                    if p + GROUPS < G:
+                        a1 = a1 + src[1]
+                    if p + 2 * GROUPS < G:
+                        a2 = a2 + src[2]
+        part[c, g] = (a0 + a1) + (a2 + a3)
         cute.arch.barrier()
         if g == 0 and col < N:
             tot = part[c, 0]
