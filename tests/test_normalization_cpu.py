@@ -16,7 +16,7 @@ def test_forward_select_validation(plan, desc):
     assert p.sku().arch is bd.ArchSku.SM90A and p.workspace_size() == 0
     assert p.precision_guarantee().deterministic
     assert dict(p.sku().knobs)["chunks"] > 0  # register bucket for 4096
-    assert dict(plan.select(desc((2, 100000), 1, "f32"), PREF).sku().knobs)["cluster"] == 4
+    assert dict(plan.select(desc((2, 100000), 1, "f32"), PREF).sku().knobs)["cluster"] == 8
     assert dict(plan.select(desc((2, 300000), 1, "f32"), PREF).sku().knobs)["chunks"] == 0
     with pytest.raises(bd.UnsupportedError):
         desc((8, 64), 1, "int32")

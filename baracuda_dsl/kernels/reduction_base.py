@@ -69,13 +69,9 @@ def cluster_smem_bytes(rows: int, slots: int, C: int, ct_bytes: int = 8) -> int:
 
 
 @cute.jit
-def cluster_sum(val, cbuf, C: cutlass.Constexpr, slot, row_in_cta, lane_in_row):
-    """Sum a row total over the C CTAs of a cluster (each holds a slice of the row): lanes
-    0..C-1 store this CTA's value into slot [row, slot, rank] of every peer through distributed
-    shared memory, a cluster barrier publishes the stores, and every CTA adds the C values in rank
-    order, so all get the bit-identical total.  Identity for C == 1."""
-    if const_expr(C == 1):
-        return val
+def cluster_publish(val, cbuf, C: cutlass.Constexpr, slot, row_in_cta, lane_in_row):
+    """Lanes 0..C-1 of the row store this CTA's ``val`` into slot [row, slot, rank] of every
+    cluster peer's buffer through distributed shared memory (visible after a cluster barrier)."""
     rank = cute.arch.block_idx_in_cluster()
     if lane_in_row < C:
         off = (row_in_cta * cute.size(cbuf, mode=[1]) + slot) * C + rank
@@ -86,6 +82,16 @@ def cluster_sum(val, cbuf, C: cutlass.Constexpr, slot, row_in_cta, lane_in_row):
         else:
             cute.arch.inline_ptx("st.shared::cluster.f32 [{$r0}], {$r1};",
                                  read_only_args=[addr, val])
+
+
+@cute.jit
+def cluster_sum(val, cbuf, C: cutlass.Constexpr, slot, row_in_cta, lane_in_row):
+    """Sum a row total over the C CTAs of a cluster (each holds a slice of the row): publish it
+    to every peer, a cluster barrier makes the stores visible, and every CTA adds the C values in
+    rank order, so all get the bit-identical total.  Identity for C == 1."""
+    if const_expr(C == 1):
+        return val
+    cluster_publish(val, cbuf, C, slot, row_in_cta, lane_in_row)
     cute.arch.cluster_arrive()
     cute.arch.cluster_wait()
     total = cbuf[row_in_cta, slot, 0]

@@ -18,8 +18,8 @@ import cutlass.cute as cute
 from cutlass import Float32, Float64, Int32, Int64, const_expr
 
 from ..templates.row_norm import HAS_B, HAS_W, WRITE_STATS
-from .reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_rank,
-                             cluster_sum, compute_type, element_type, load_batch,
+from .reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_publish,
+                             cluster_rank, cluster_sum, compute_type, element_type, load_batch,
                              row_allreduce_sum, row_offset, store_batch)
 
 
@@ -80,20 +80,41 @@ def build(knobs: dict):
                     xf[e, c] = CT(rx[e, c])
             mean = CT(0.0)
             if const_expr(is_ln):
+                # mean and centred sum of squares of this CTA's slice; with a cluster, the
+                # slices' (sum, M2) pairs are combined exactly (Chan et al.) after one exchange
                 for c in cutlass.range_constexpr(chunks):
                     for e in cutlass.range_constexpr(vec):
                         s = s + xf[e, c]
-                mean = cluster_sum(row_allreduce_sum(s, buf, tpr, 0, rin, lane), cbuf, C, 0, rin,
-                                   lane) / n_ct
+                s = row_allreduce_sum(s, buf, tpr, 0, rin, lane)
+                span = chunks * tpr * vec
+                n_loc = CT(cutlass.max(cutlass.min(N - vb * vec, span), 0)) if const_expr(
+                    C > 1) else n_ct
+                m_loc = s / cutlass.max(n_loc, CT(1.0))
                 q = CT(0.0)
                 for c in cutlass.range_constexpr(chunks):
                     v = vb + c * tpr + lane
                     if v * vec < N:
                         for e in cutlass.range_constexpr(vec):
-                            d = xf[e, c] - mean
+                            d = xf[e, c] - m_loc
                             q = q + d * d
-                var = cluster_sum(row_allreduce_sum(q, buf, tpr, 1, rin, lane), cbuf, C, 1, rin,
-                                  lane) / n_ct
+                q = row_allreduce_sum(q, buf, tpr, 1, rin, lane)
+                mean = m_loc
+                var = q / n_ct
+                if const_expr(C > 1):
+                    cluster_publish(s, cbuf, C, 0, rin, lane)
+                    cluster_publish(q, cbuf, C, 1, rin, lane)
+                    cute.arch.cluster_arrive()
+                    cute.arch.cluster_wait()
+                    tot = cbuf[rin, 0, 0]
+                    for r in cutlass.range_constexpr(1, C):
+                        tot = tot + cbuf[rin, 0, r]
+                    mean = tot / n_ct
+                    m2 = CT(0.0)
+                    for r in cutlass.range_constexpr(C):
+                        n_r = CT(cutlass.max(cutlass.min(N - r * span, span), 0))
+                        d = cbuf[rin, 0, r] / cutlass.max(n_r, CT(1.0)) - mean
+                        m2 = m2 + cbuf[rin, 1, r] + n_r * d * d
+                    var = m2 / n_ct
             else:
                 for c in cutlass.range_constexpr(chunks):
                     for e in cutlass.range_constexpr(vec):

@@ -60,9 +60,10 @@ def _primary_knobs(dt: DType, op: str, n: int, arch, backward: bool = False) -> 
         b = next(c for c in spec.BUCKETS if c >= n)
         return dict(dtype=dt.short, op=op, cluster=1, **spec.bucket_config(dt.short, b, backward))
     if arch is ArchSku.SM90A:
-        for c in spec.CLUSTERS:
-            if n <= cap * c:
-                return dict(dtype=dt.short, op=op, **spec.cluster_config(dt.short, c, backward))
+        for c, half in (spec.CLUSTER_LADDER_BW if backward else spec.CLUSTER_LADDER_FW):
+            if n <= cap // (2 if half else 1) * c:
+                return dict(dtype=dt.short, op=op,
+                            **spec.cluster_config(dt.short, c, backward, half))
     return dict(dtype=dt.short, op=op, cluster=1, **spec.loop_config(dt.short, True))
 
 

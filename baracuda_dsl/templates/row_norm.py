@@ -69,13 +69,18 @@ def loop_config(dtype: str, vectorised: bool) -> dict:
     return dict(vec=1, tpr=256, rows=1, chunks=0)
 
 
-#: rows longer than one CTA's register bucket are split over a thread-block cluster (sm90a)
-CLUSTERS = (2, 4, 8)
+#: rows longer than one CTA's register bucket are split over a thread-block cluster (sm90a).
+#: Ladders of (CTAs per cluster, half-size CTAs?) in order of preference, chosen from a sweep
+#: on the H100 (benchmarks/sweep_row_norm.py): the forward prefers 512-thread slices (two CTAs per
+#: SM), the backward a 2-CTA cluster of full slices up to 16K, then 8 half slices.
+CLUSTER_LADDER_FW = ((4, True), (8, True), (8, False))
+CLUSTER_LADDER_BW = ((2, False), (8, True), (8, False))
 
 
-def cluster_config(dtype: str, clusters: int, backward: bool = False) -> dict:
-    """A row of ``clusters`` × the largest single-CTA bucket, one slice per CTA of the cluster."""
-    cap = (register_cap_bw if backward else register_cap)(dtype)
+def cluster_config(dtype: str, clusters: int, backward: bool = False, half: bool = False) -> dict:
+    """A row of ``clusters`` × a single-CTA bucket (the largest, or half of it with ``half`` —
+    smaller CTAs, two resident per SM), one slice per CTA of the cluster."""
+    cap = (register_cap_bw if backward else register_cap)(dtype) // (2 if half else 1)
     return dict(bucket_config(dtype, cap, backward), cluster=clusters)
 
 
@@ -91,8 +96,8 @@ def _space(backward: bool):
             for cap in BUCKETS:
                 if cap <= cap_of(dt):
                     yield dict(dtype=dt, op=op, cluster=1, **bucket_config(dt, cap, backward))
-            for c in CLUSTERS:
-                yield dict(dtype=dt, op=op, **cluster_config(dt, c, backward))
+            for c, half in (CLUSTER_LADDER_BW if backward else CLUSTER_LADDER_FW):
+                yield dict(dtype=dt, op=op, **cluster_config(dt, c, backward, half))
             yield dict(dtype=dt, op=op, cluster=1, **loop_config(dt, True))
             yield dict(dtype=dt, op=op, cluster=1, **loop_config(dt, False))
 

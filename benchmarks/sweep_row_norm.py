@@ -1,0 +1,119 @@
+"""Developer tool: time every prebuilt SKU of the row-norm templates that can serve a shape, to
+choose the plans' bucket heuristics.  Usage (GPU host): ``python3 benchmarks/sweep_row_norm.py``.
+
+Each candidate is run through the real plan with its kernel choice overridden, checked against
+torch (float64) and timed with the same batched CUDA-event method as bench_norms.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+import baracuda_dsl as bd
+from baracuda_dsl.jit import freeze_knobs
+from baracuda_dsl.templates import row_norm as spec
+from bench_norms import copy_bandwidth, n_sets, time_ms
+
+
+def candidates(template, dtype: str, op: str, n: int, arch: str):
+    for k in template.skus(arch):
+        d = dict(k)
+        if d["dtype"] == dtype and d["op"] == op and (d["chunks"] == 0 or spec.bucket_cap(d) >= n):
+            if d["vec"] > 1:
+                yield d
+
+
+def sweep_fw(op, M, N, dt, copy):
+    tdt = getattr(torch, dt)
+    nb = (2 * M * N + N) * tdt.itemsize
+    sets = [(torch.randn(M, N, device="cuda", dtype=tdt), torch.randn(N, device="cuda", dtype=tdt),
+             torch.empty(M, N, device="cuda", dtype=tdt)) for _ in range(n_sets(nb))]
+    Desc, Plan, Args = ((bd.RMSNormDescriptor, bd.RMSNormPlan, bd.RMSNormArgs) if op == "rms" else
+                        (bd.LayerNormDescriptor, bd.LayerNormPlan, bd.LayerNormArgs))
+    kw = {} if op == "rms" else {"has_bias": False}
+    plan = Plan.select(Desc((M, N), 1, dt, 1e-6, True, **kw))
+    short = bd.dtypes.dtype(dt).short
+    out = []
+    for k in candidates(spec.ROW_NORM_FW, short, op, N, plan._arch.value):
+        plan._knobs = k
+        fn = lambda x, w, y: plan.run(Args(x, y, w))  # noqa: E731
+        x, w, y = sets[0]
+        fn(x, w, y)
+        ref = (torch.nn.functional.rms_norm(x.double(), (N,), w.double(), 1e-6) if op == "rms" else
+               torch.nn.functional.layer_norm(x.double(), (N,), w.double(), None, 1e-6))
+        err = ((y.double() - ref).norm() / ref.norm()).item()
+        ms = time_ms(fn, sets)
+        out.append((nb / ms / 1e6 / copy, err, k))
+    return out
+
+
+def sweep_bw(op, M, N, dt, copy):
+    tdt = getattr(torch, dt)
+    sdt = torch.float64 if dt == "float64" else torch.float32
+    nb = 3 * M * N * tdt.itemsize
+    Desc, Plan, Args = ((bd.RMSNormBackwardDescriptor, bd.RMSNormBackwardPlan,
+                         bd.RMSNormBackwardArgs) if op == "rms" else
+                        (bd.LayerNormBackwardDescriptor, bd.LayerNormBackwardPlan,
+                         bd.LayerNormBackwardArgs))
+    kw = {} if op == "rms" else {"has_bias": False}
+    plan = Plan.select(Desc((M, N), 1, dt, True, **kw))
+    sets = []
+    for _ in range(n_sets(nb)):
+        x = torch.randn(M, N, device="cuda", dtype=tdt)
+        xd = x.double()
+        mean = xd.mean(-1) if op == "ln" else torch.zeros(M, device="cuda", dtype=torch.float64)
+        rstd = torch.rsqrt((xd - mean[:, None]).pow(2).mean(-1) + 1e-6)
+        sets.append((torch.randn(M, N, device="cuda", dtype=tdt), x, mean.to(sdt), rstd.to(sdt),
+                     torch.randn(N, device="cuda", dtype=tdt), torch.empty(M, N, device="cuda",
+                                                                           dtype=tdt),
+                     torch.empty(N, device="cuda", dtype=tdt)))
+    short = bd.dtypes.dtype(dt).short
+    out = []
+    for k in candidates(spec.ROW_NORM_BW, short, op, N, plan._arch.value):
+        plan._knobs = k
+        ws = torch.empty(max(plan._partial_bytes(k) * 2, plan.workspace_size(), 1), device="cuda",
+                         dtype=torch.uint8)
+        wsv = bd.Workspace(ws.data_ptr(), ws.numel())
+
+        def fn(dy, x, mean, rstd, w, dx, dw):
+            if op == "rms":
+                plan.run(Args(dy, x, rstd, dx, w, dw), workspace=wsv)
+            else:
+                plan.run(Args(dy, x, mean, rstd, dx, w, dw), workspace=wsv)
+
+        fn(*sets[0])
+        dy, x, mean, rstd, w, dx, dw = sets[0]
+        xr = x.double().requires_grad_(True)
+        wr = w.double().requires_grad_(True)
+        yr = (torch.nn.functional.rms_norm(xr, (N,), wr, 1e-6) if op == "rms" else
+              torch.nn.functional.layer_norm(xr, (N,), wr, None, 1e-6))
+        gx, gw = torch.autograd.grad(yr, (xr, wr), dy.double())
+        err = max(((dx.double() - gx).norm() / gx.norm()).item(),
+                  ((dw.double() - gw).norm() / gw.norm()).item())
+        ms = time_ms(fn, sets)
+        out.append((nb / ms / 1e6 / copy, err, k, ws))
+    return [(a, b, c) for a, b, c, _ in out]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--which", default="fw,bw")
+    ns = ap.parse_args()
+    copy = copy_bandwidth()
+    cases = [(2048, 131072, "bfloat16"), (8192, 32768, "bfloat16"), (16384, 16384, "bfloat16"),
+             (32768, 4096, "bfloat16"), (8192, 32768, "float32"), (32768, 4096, "float32")]
+    for which in ns.which.split(","):
+        fn = sweep_fw if which == "fw" else sweep_bw
+        for op in ("rms", "ln"):
+            for M, N, dt in cases:
+                res = sorted(fn(op, M, N, dt, copy), key=lambda r: -r[0])
+                print(f"\n{op} {which.upper()} {M}x{N} {dt}")
+                for frac, err, k in res[:4]:
+                    kk = {a: b for a, b in k.items() if a not in ("dtype", "op")}
+                    print(f"  {frac:.3f} of copy  err {err:.1e}  {kk}")
+
+
+if __name__ == "__main__":
+    main()
