@@ -119,6 +119,28 @@ def row_allreduce_sum(val, buf, tpr: cutlass.Constexpr, slot: cutlass.Constexpr,
 
 
 @cute.jit
+def row_allreduce_sum2(a, b, buf, tpr: cutlass.Constexpr, slot_a, slot_b, row_in_cta,
+                       lane_in_row):
+    """Two row sums through a single barrier (slots ``slot_a``/``slot_b``); returns (Σa, Σb)."""
+    if const_expr(tpr <= WARP):
+        return (cute.arch.warp_reduction(a, operator.add, threads_in_group=tpr),
+                cute.arch.warp_reduction(b, operator.add, threads_in_group=tpr))
+    pa = cute.arch.warp_reduction(a, operator.add)
+    pb = cute.arch.warp_reduction(b, operator.add)
+    warp_in_row = lane_in_row // WARP
+    if lane_in_row % WARP == 0:
+        buf[row_in_cta, warp_in_row, slot_a] = pa
+        buf[row_in_cta, warp_in_row, slot_b] = pb
+    cute.arch.barrier()
+    ta = buf[row_in_cta, 0, slot_a]
+    tb = buf[row_in_cta, 0, slot_b]
+    for w in cutlass.range_constexpr(1, tpr // WARP):
+        ta = ta + buf[row_in_cta, w, slot_a]
+        tb = tb + buf[row_in_cta, w, slot_b]
+    return ta, tb
+
+
+@cute.jit
 def row_offset(row, s1, s2, st0, st1, st2):
     """Element offset of row ``row`` when rows are laid out as three strided groups of outer dims
     with extents (M / (s1*s2), s1, s2) and strides (st0, st1, st2)."""

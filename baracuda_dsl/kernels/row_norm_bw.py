@@ -19,9 +19,9 @@ import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64, const_expr
 
 from ..templates.row_norm import HAS_W, SLOTS, WANT_DW, _geometry
-from .reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_rank,
-                             cluster_sum, compute_type, element_type, load_batch,
-                             row_allreduce_sum, row_offset, store_batch)
+from .reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_publish,
+                             cluster_rank, cluster_sum, compute_type, element_type, load_batch,
+                             row_allreduce_sum, row_allreduce_sum2, row_offset, store_batch)
 
 
 def build(knobs: dict):
@@ -112,13 +112,28 @@ def build(knobs: dict):
                         s_g = s_g + g
                         acc_w[e, c] = acc_w[e, c] + d * xh
                         acc_b[e, c] = acc_b[e, c] + d
-                par = (it % 2) * 2  # cluster slots alternate so a fast peer never overwrites
-                c1 = cluster_sum(row_allreduce_sum(s_gx, buf, tpr, 0, rin, lane), cbuf, C, par,
-                                 rin, lane) / n_ct
+                # slots alternate by iteration parity (CTA and cluster buffers), so no barrier is
+                # needed before the next row's reduction overwrites them
+                par = (it % 2) * 2
+                c1 = CT(0.0)
                 c2 = CT(0.0)
                 if const_expr(is_ln):
-                    c2 = cluster_sum(row_allreduce_sum(s_g, buf, tpr, 1, rin, lane), cbuf, C,
-                                     par + 1, rin, lane) / n_ct
+                    t1, t2 = row_allreduce_sum2(s_gx, s_g, buf, tpr, par, par + 1, rin, lane)
+                    if const_expr(C > 1):
+                        cluster_publish(t1, cbuf, C, par, rin, lane)
+                        cluster_publish(t2, cbuf, C, par + 1, rin, lane)
+                        cute.arch.cluster_arrive()
+                        cute.arch.cluster_wait()
+                        t1 = cbuf[rin, par, 0]
+                        t2 = cbuf[rin, par + 1, 0]
+                        for r in cutlass.range_constexpr(1, C):
+                            t1 = t1 + cbuf[rin, par, r]
+                            t2 = t2 + cbuf[rin, par + 1, r]
+                    c1 = t1 / n_ct
+                    c2 = t2 / n_ct
+                else:
+                    c1 = cluster_sum(row_allreduce_sum(s_gx, buf, tpr, par, rin, lane), cbuf, C,
+                                     par, rin, lane) / n_ct
                 for c in cutlass.range_constexpr(chunks):
                     v = vb + c * tpr + lane
                     if active and v * vec < N:
@@ -127,9 +142,6 @@ def build(knobs: dict):
                             g = CT(rdy[e, c]) * CT(rwt[e, c])
                             rx[e, c] = T(rstd * (g - c2 - xh * c1))
                         cute.autovec_copy(rx[None, c], gdx[None, v])
-                # the next iteration's reduction writes the same smem slots: wait for readers
-                if const_expr(tpr > 32):
-                    cute.arch.barrier()
             if want_dw:
                 gdw = cute.make_tensor(pdwp + wsrow, lay)
                 gdb = cute.make_tensor(pdbp + wsrow, lay)
