@@ -1,5 +1,14 @@
-"""Command line: ``python -m baracuda_dsl prebuild`` (fill the kernel cache, no GPU needed) and
-``python -m baracuda_dsl info`` (versions, GPUs, cache)."""
+"""Command line.
+
+``python -m baracuda_dsl prebuild [--arch sm80,sm89,sm90a] [--ops FAMILY,...] [--jobs N]
+[--cache-dir DIR] [--list [-v]]``
+    compile every kernel SKU of the chosen op families for each arch into the cubin cache (no GPU
+    needed: CuTe DSL cross-compiles); ``--list`` only shows the SKUs and what is cached.
+    Exit status: 0 all built, 1 some SKU failed, 2 bad arguments / no CuTe DSL.
+
+``python -m baracuda_dsl info [--cache-dir DIR]``
+    versions, visible GPUs and their arch SKU, the cache and what it holds, whether JIT is on.
+"""
 
 from __future__ import annotations
 
@@ -8,67 +17,138 @@ import os
 import sys
 import time
 
+#: failed SKUs listed one line each before the rest are only counted
+MAX_ERROR_LINES = 50
+
+
+def _consoles():
+    from rich.console import Console
+
+    out, err = Console(), Console(stderr=True)
+    # rich wraps to 80 columns when the output is not a terminal; keep table cells whole in logs
+    if not out.is_terminal:
+        out = Console(width=160)
+    if not err.is_terminal:
+        err = Console(stderr=True, width=160)
+    return out, err
+
+
+def _parse_arches(text: str):
+    from .vocabulary import ArchSku
+
+    arches = []
+    for a in text.split(","):
+        if a.strip():
+            sku = ArchSku.parse(a)
+            if sku not in arches:
+                arches.append(sku)
+    return arches
+
 
 def _cmd_prebuild(ns) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from .errors import UnsupportedError
-    from .jit import KernelCache, all_families, all_templates
+    from .jit import KernelCache, all_families, all_templates, installed_dsl_version, knob_key
     from .jit.prebuild import plan_jobs, prebuild
-    from .vocabulary import ArchSku
 
-    out = Console()
-    err = Console(stderr=True)
+    out, err = _consoles()
     try:
-        arches = [ArchSku.parse(a) for a in ns.arch.split(",") if a.strip()]
+        arches = _parse_arches(ns.arch)
     except UnsupportedError as e:
-        err.print(f"[red]error:[/] {e}")
+        err.print(f"[red]error:[/] {e}", highlight=False)
+        return 2
+    if not arches:
+        err.print("[red]error:[/] --arch names no arch", highlight=False)
         return 2
     fams = None
     if ns.ops:
-        fams = [f.strip() for f in ns.ops.split(",") if f.strip()]
-        unknown = sorted(set(fams) - set(all_families()))
-        if unknown:
+        fams = list(dict.fromkeys(f.strip() for f in ns.ops.split(",") if f.strip()))
+        unknown = [f for f in fams if f not in all_families()]
+        if unknown or not fams:
             err.print(f"[red]error:[/] unknown op famil{'y' if len(unknown) == 1 else 'ies'} "
-                      f"{', '.join(unknown)}; known: {', '.join(all_families())}")
+                      f"{', '.join(unknown) or repr(ns.ops)}; known: {', '.join(all_families())}",
+                      highlight=False)
             return 2
+    if ns.jobs is not None and ns.jobs < 1:
+        err.print(f"[red]error:[/] --jobs must be >= 1, got {ns.jobs}", highlight=False)
+        return 2
     cache = KernelCache(ns.cache_dir)
+
     if ns.list:
-        table = Table(title=f"kernel SKUs ({cache.root})")
-        for c in ("family", "template", "SKUs", *[a.value + " cached" for a in arches]):
-            table.add_column(c)
+        table = Table(title=f"kernel SKUs (cached in {cache.root})")
+        table.add_column("family")
+        table.add_column("template")
+        if ns.verbose:
+            table.add_column("SKU knobs")
+        for a in arches:
+            table.add_column(f"{a.value} cached", justify="right")
+        n_all = 0
         for t in all_templates(fams):
-            ks = t.skus()
-            table.add_row(t.family, t.name, str(len(ks)),
-                          *[f"{sum(cache.get(t, k, a.value) is not None for k in t.skus(a.value))}"
-                            f"/{len(t.skus(a.value))}" for a in arches])
+            if ns.verbose:
+                every = list(dict.fromkeys(k for a in arches for k in t.skus(a.value)))
+                for k in every:
+                    cells = []
+                    for a in arches:
+                        if k not in t.skus(a.value):
+                            cells.append("-")
+                        else:
+                            cells.append("yes" if cache.get(t, k, a.value) else "no")
+                    table.add_row(t.family, t.name, knob_key(k), *cells)
+                n_all += len(every)
+            else:
+                cells = []
+                for a in arches:
+                    ks = t.skus(a.value)
+                    hit = sum(cache.get(t, k, a.value) is not None for k in ks)
+                    cells.append(f"{hit}/{len(ks)}")
+                table.add_row(t.family, t.name, *cells)
         out.print(table)
+        total = sum(len(t.skus(a.value)) for t in all_templates(fams) for a in arches)
+        out.print(f"{total} SKU builds over {', '.join(a.value for a in arches)}", highlight=False)
         return 0
+
+    if installed_dsl_version() is None:
+        err.print("[red]error:[/] prebuild needs CuTe DSL (pip install nvidia-cutlass-dsl); "
+                  "this host can only run kernels that are already cached", highlight=False)
+        return 2
     jobs = ns.jobs or os.cpu_count() or 1
-    n = len(plan_jobs(fams, arches, cache))
-    err.print(f"prebuild: {n} SKU builds ({', '.join(a.value for a in arches)}) into {cache.root} "
-              f"with {jobs} worker(s) per arch")
+    work = plan_jobs(fams, arches, cache)
+    todo = sum(not j.cached for j in work)
+    err.print(f"prebuild: {len(work)} SKUs over {', '.join(a.value for a in arches)}, "
+              f"{len(work) - todo} already cached, {todo} to compile with {jobs} worker(s) "
+              f"into {cache.root}", highlight=False)
     t0 = time.perf_counter()
-    tally = prebuild(fams, arches, jobs, cache, err)
-    table = Table(title=f"prebuild summary ({time.perf_counter() - t0:.1f} s wall)")
+    try:
+        tally = prebuild(fams, arches, jobs, cache, err)
+    except KeyboardInterrupt:
+        err.print("prebuild: interrupted (finished SKUs are cached)", highlight=False)
+        return 130
+    wall = time.perf_counter() - t0
+    table = Table(title=f"prebuild summary ({wall:.1f} s wall, {jobs} worker(s))")
     for c in ("family", "arch", "compiled", "already cached", "failed", "compile s"):
-        table.add_column(c, justify="right" if c not in ("family", "arch") else "left")
-    failed = 0
-    for (fam, arch), t in sorted(tally.items()):
-        failed += t.failed
+        table.add_column(c, justify="left" if c in ("family", "arch") else "right")
+    order = {a.value: i for i, a in enumerate(arches)}
+    rows = sorted(tally.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 99)))
+    for (fam, arch), t in rows:
         table.add_row(fam, arch, str(t.compiled), str(t.cached),
                       f"[red]{t.failed}[/]" if t.failed else "0", f"{t.seconds:.1f}")
     out.print(table)
-    for (fam, arch), t in sorted(tally.items()):
-        for e in t.errors[:5]:
-            err.print(f"[red]FAILED[/] {e}")
-    return 1 if failed else 0
+    errors = [e for _, t in rows for e in t.errors]
+    for e in errors[:MAX_ERROR_LINES]:
+        err.print(f"[red]FAILED[/] {e}", highlight=False, markup=True, soft_wrap=True)
+    if len(errors) > MAX_ERROR_LINES:
+        err.print(f"... and {len(errors) - MAX_ERROR_LINES} more failed SKUs", highlight=False)
+    if errors:
+        err.print(f"prebuild: {len(errors)} SKU(s) failed", highlight=False)
+        return 1
+    return 0
 
 
 def _cmd_info(ns) -> int:
     from ._version import __version__
-    from .jit import KernelCache, installed_dsl_version, jit_enabled
+    from .jit import KernelCache, all_templates, installed_dsl_version, jit_enabled
+    from .vocabulary import ArchSku
 
     def ver(dist):
         try:
@@ -78,30 +158,39 @@ def _cmd_info(ns) -> int:
         except Exception:
             return "not installed"
 
-    print(f"baracuda-dsl      {__version__}")
-    print(f"CuTe DSL          {installed_dsl_version() or 'not installed (cached kernels only)'}")
-    print(f"cuda-core         {ver('cuda-core')}")
-    print(f"cuda-bindings     {ver('cuda-bindings')}")
+    def line(key, val):
+        print(f"{key:<18}{val}")
+
+    line("baracuda-dsl", __version__)
+    line("CuTe DSL", installed_dsl_version() or "not installed (runs cached kernels only)")
+    line("cuda-core", ver("cuda-core"))
+    line("cuda-bindings", ver("cuda-bindings"))
+    line("python", sys.version.split()[0])
     try:
-        from .runtime import device_arch, device_count, device_name
+        from .runtime import device_count
 
         n = device_count()
     except Exception as e:  # pragma: no cover - depends on the machine
         n = 0
-        print(f"GPUs              none ({e})")
+        line("GPUs", f"none ({type(e).__name__}: {e})")
     if n == 0:
-        print("GPUs              none visible (prebuild still works: it cross-compiles)")
+        line("GPUs", "none visible (prebuild still works: it cross-compiles)")
     for i in range(n):
         try:
-            print(f"GPU {i}             {device_name(i)} -> {device_arch(i).value}")
+            from .runtime import device_arch, device_name
+
+            line(f"GPU {i}", f"{device_name(i)} -> {device_arch(i).value}")
         except Exception as e:
-            print(f"GPU {i}             unsupported ({e})")
+            line(f"GPU {i}", f"no kernel SKUs ({e})")
     cache = KernelCache(ns.cache_dir)
+    line("cache", cache.root + ("" if os.path.isdir(cache.root) else " (empty, not created yet)"))
     counts = cache.count()
-    print(f"cache             {cache.root}")
-    print("cached SKUs       " + (", ".join(f"{a}: {c}" for a, c in sorted(counts.items()))
-                                  if counts else "none"))
-    print(f"JIT on cache miss {'enabled' if jit_enabled() else 'disabled (BARACUDA_DSL_JIT=0)'}")
+    known = {a.value: sum(len(t.skus(a.value)) for t in all_templates()) for a in ArchSku}
+    parts = [f"{a}: {counts.get(a, 0)} (of {known[a]} SKUs)" for a in known]
+    parts += [f"{a}: {c}" for a, c in sorted(counts.items()) if a not in known]
+    line("cached entries", ", ".join(parts))
+    line("JIT on cache miss", "enabled (BARACUDA_DSL_JIT)" if jit_enabled()
+         else "disabled (BARACUDA_DSL_JIT=0): a miss raises KernelNotCachedError")
     return 0
 
 
@@ -109,17 +198,22 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m baracuda_dsl",
                                 description="baracuda-dsl: CuTe DSL kernels behind a Plan API")
     sub = p.add_subparsers(dest="cmd", required=True)
-    pb = sub.add_parser("prebuild", help="compile kernel SKUs into the cache (no GPU needed)")
+    pb = sub.add_parser("prebuild", help="compile kernel SKUs into the cache (no GPU needed)",
+                        description="Compile every kernel SKU of the chosen op families for each "
+                                    "arch into the cubin cache. Exit 1 if any SKU failed.")
     pb.add_argument("--arch", default="sm80,sm89,sm90a",
                     help="comma-separated arches (default: sm80,sm89,sm90a)")
-    pb.add_argument("--ops", default=None, help="comma-separated op families (default: all)")
-    pb.add_argument("--jobs", type=int, default=None, help="worker processes per arch "
-                                                           "(default: CPU count)")
+    pb.add_argument("--ops", default=None, metavar="FAMILY,...",
+                    help="comma-separated op families (default: all)")
+    pb.add_argument("--jobs", "-j", type=int, default=None,
+                    help="compiles running at once (default: CPU count)")
     pb.add_argument("--cache-dir", default=None, help="cache root (default: "
                                                       "$BARACUDA_DSL_CACHE_DIR or the user cache)")
-    pb.add_argument("--list", action="store_true", help="list the SKUs and cache state only")
+    pb.add_argument("--list", action="store_true",
+                    help="only list the SKUs and how many are cached, compile nothing")
+    pb.add_argument("--verbose", "-v", action="store_true", help="with --list: one row per SKU")
     pi = sub.add_parser("info", help="versions, GPUs and the kernel cache")
-    pi.add_argument("--cache-dir", default=None)
+    pi.add_argument("--cache-dir", default=None, help="cache root to describe")
     ns = p.parse_args(argv)
     return _cmd_prebuild(ns) if ns.cmd == "prebuild" else _cmd_info(ns)
 

@@ -53,12 +53,13 @@ class WorkspaceTooSmallError(BaracudaError, ValueError):
 class KernelNotCachedError(BaracudaError, RuntimeError):
     """A kernel SKU is not in the on-disk cache and JIT is disabled (``BARACUDA_DSL_JIT=0``)."""
 
-    def __init__(self, sku_key: str, arch: str, cache_dir: str, family: str):
+    def __init__(self, sku_key: str, arch: str, cache_dir: str, family: str,
+                 reason: str = "JIT is disabled (BARACUDA_DSL_JIT=0)"):
         self.sku_key = sku_key
         self.arch = arch
         super().__init__(
-            f"kernel {sku_key} for {arch} is not in the cache at {cache_dir} and JIT is disabled "
-            f"(BARACUDA_DSL_JIT=0). Build it with:\n"
+            f"kernel {sku_key} for {arch} is not in the cache at {cache_dir} and {reason}. "
+            f"Build it with:\n"
             f"    python -m baracuda_dsl prebuild --arch {arch} --ops {family} --cache-dir {cache_dir}"
         )
 

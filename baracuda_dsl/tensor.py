@@ -9,12 +9,13 @@ with :func:`as_view`; the producer is kept alive by the view.  Rank is limited t
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass, field
+
 from typing import Optional, Tuple
 
 from . import dtypes as _dt
 from .dtypes import DType
-from .errors import DeviceMismatchError, InvalidProblemError, UnsupportedError
+from .errors import (DeviceMismatchError, InvalidProblemError, MisalignedOperandError,
+                     UnsupportedError)
 
 MAX_RANK = 8
 
@@ -42,25 +43,70 @@ def check_shape(shape, what: str = "tensor") -> Tuple[int, ...]:
     return shape
 
 
-@dataclass(frozen=True)
+_set = object.__setattr__
+
+
 class TensorView:
     """A strided view of device memory. ``ptr`` is the address of element [0,...,0];
-    ``strides`` are in elements; ``device`` is the CUDA ordinal; ``span_bytes`` (optional) is how
-    many bytes from the lowest address the view may touch, used for BufferTooSmallError checks."""
+    ``strides`` are in elements (0 broadcasts, negative walks backwards); ``device`` is the CUDA
+    ordinal; ``capacity_bytes`` (optional) is how many bytes the underlying allocation holds, used
+    for BufferTooSmallError checks; ``owner`` keeps the producer alive.  Immutable and hashable on
+    (ptr, shape, strides, dtype, device)."""
 
-    ptr: int
-    shape: Tuple[int, ...]
-    strides: Tuple[int, ...]
-    dtype: DType
-    device: int = 0
-    capacity_bytes: Optional[int] = None
-    owner: object = field(default=None, compare=False, repr=False)
+    __slots__ = ("ptr", "shape", "strides", "dtype", "device", "capacity_bytes", "owner")
 
-    def __post_init__(self):
-        check_shape(self.shape, "TensorView")
-        if len(self.strides) != len(self.shape):
+    def __init__(self, ptr: int, shape, strides, dtype: DType, device: int = 0,
+                 capacity_bytes: Optional[int] = None, owner: object = None):
+        shape = check_shape(shape, "TensorView")
+        try:
+            strides = tuple(int(x) for x in strides)
+        except TypeError:
+            raise InvalidProblemError(f"TensorView: strides must be ints, got {strides!r}") from None
+        if len(strides) != len(shape):
             raise InvalidProblemError(
-                f"TensorView: {len(self.strides)} strides for rank-{len(self.shape)} shape")
+                f"TensorView: {len(strides)} strides for rank-{len(shape)} shape")
+        if not isinstance(dtype, DType):
+            dtype = _dt.dtype(dtype)
+        _set(self, "ptr", int(ptr))
+        _set(self, "shape", shape)
+        _set(self, "strides", strides)
+        _set(self, "dtype", dtype)
+        _set(self, "device", int(device))
+        _set(self, "capacity_bytes", capacity_bytes)
+        _set(self, "owner", owner)
+
+    @classmethod
+    def _trusted(cls, ptr: int, shape: tuple, strides: tuple, dtype: DType, device: int,
+                 owner: object) -> "TensorView":
+        """Construct without re-validating (for producers whose metadata is already valid);
+        only the rank limit is checked."""
+        if len(shape) > MAX_RANK:
+            raise InvalidProblemError(f"tensor: rank {len(shape)} > {MAX_RANK} is not supported")
+        v = object.__new__(cls)
+        _set(v, "ptr", ptr)
+        _set(v, "shape", shape)
+        _set(v, "strides", strides)
+        _set(v, "dtype", dtype)
+        _set(v, "device", device)
+        _set(v, "capacity_bytes", None)
+        _set(v, "owner", owner)
+        return v
+
+    def __setattr__(self, name, value):
+        raise AttributeError("TensorView is immutable")
+
+    def _key(self):
+        return (self.ptr, self.shape, self.strides, self.dtype, self.device)
+
+    def __eq__(self, other):
+        return isinstance(other, TensorView) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"TensorView(ptr={self.ptr:#x}, shape={self.shape}, strides={self.strides}, "
+                f"dtype={self.dtype.name}, device={self.device})")
 
     @property
     def ndim(self) -> int:
@@ -78,7 +124,10 @@ class TensorView:
         return self.dtype.itemsize
 
     def is_contiguous(self) -> bool:
-        """True when the view is dense row-major (extents of 1 may have any stride)."""
+        """True when the view is dense row-major (extents of 1 may have any stride; an empty
+        view is contiguous)."""
+        if self.numel == 0:
+            return True
         expect = 1
         for n, s in zip(reversed(self.shape), reversed(self.strides)):
             if n != 1 and s != expect:
@@ -204,6 +253,9 @@ def as_view(obj, *, stream: Optional[int] = None) -> TensorView:
         if dt is not None:
             shape = tuple(int(s) for s in cai["shape"])
             st = cai.get("strides")
+            if st is not None and any(int(s) % dt.itemsize for s in st):
+                raise MisalignedOperandError(
+                    f"byte strides {tuple(st)} are not multiples of the {dt.name} element size")
             strides = (tuple(int(s) // dt.itemsize for s in st) if st is not None
                        else contiguous_strides(shape))
             ptr = int(cai["data"][0])
@@ -231,28 +283,34 @@ def as_view(obj, *, stream: Optional[int] = None) -> TensorView:
         f"__cuda_array_interface__ nor __dlpack__")
 
 
-_TORCH_DTYPES = {
-    "torch.float32": _dt.float32, "torch.float16": _dt.float16, "torch.bfloat16": _dt.bfloat16,
-    "torch.float64": _dt.float64, "torch.int8": _dt.int8, "torch.int16": _dt.int16,
-    "torch.int32": _dt.int32, "torch.int64": _dt.int64, "torch.uint8": _dt.uint8,
-    "torch.uint16": _dt.uint16, "torch.uint32": _dt.uint32, "torch.uint64": _dt.uint64,
-    "torch.bool": _dt.bool_, "torch.complex64": _dt.complex64, "torch.complex128": _dt.complex128,
-    "torch.float8_e4m3fn": _dt.float8_e4m3, "torch.float8_e5m2": _dt.float8_e5m2,
+_TORCH_DTYPE_NAMES = {
+    "float32": _dt.float32, "float16": _dt.float16, "bfloat16": _dt.bfloat16,
+    "float64": _dt.float64, "int8": _dt.int8, "int16": _dt.int16, "int32": _dt.int32,
+    "int64": _dt.int64, "uint8": _dt.uint8, "uint16": _dt.uint16, "uint32": _dt.uint32,
+    "uint64": _dt.uint64, "bool": _dt.bool_, "complex64": _dt.complex64,
+    "complex128": _dt.complex128, "float8_e4m3fn": _dt.float8_e4m3, "float8_e5m2": _dt.float8_e5m2,
 }
+_TORCH_DTYPES: dict = {}  # torch.dtype -> DType, filled on first use (torch is optional)
+
+
+def _torch_dtype(tdt) -> DType:
+    d = _TORCH_DTYPES.get(tdt)
+    if d is None:
+        d = _TORCH_DTYPE_NAMES.get(str(tdt).replace("torch.", ""))
+        if d is None:
+            raise UnsupportedError(f"torch dtype {tdt} has no baracuda dtype")
+        _TORCH_DTYPES[tdt] = d
+    return d
 
 
 def _view_from_torch(t) -> TensorView:
     """Fast path for torch tensors: reads pointer, shape, strides and dtype directly (torch's
     ``__cuda_array_interface__`` costs ~10 µs a call and does not cover bf16)."""
-    dev = t.device
-    if dev.type != "cuda":
-        raise DeviceMismatchError(f"torch tensor on {dev}, kernels need a CUDA tensor "
+    if not t.is_cuda:
+        raise DeviceMismatchError(f"torch tensor on {t.device}, kernels need a CUDA tensor "
                                   f"(use .cuda() or array_api.asarray)")
-    dt = _TORCH_DTYPES.get(str(t.dtype))
-    if dt is None:
-        raise UnsupportedError(f"torch dtype {t.dtype} has no baracuda dtype")
-    return TensorView(t.data_ptr(), tuple(t.shape), tuple(t.stride()), dt,
-                      dev.index or 0, None, t)
+    return TensorView._trusted(t.data_ptr(), tuple(t.shape), t.stride(), _torch_dtype(t.dtype),
+                               t.get_device(), t)
 
 
 def _device_of_pointer(ptr: int, obj) -> int:

@@ -158,8 +158,20 @@ class Workspace:
 
     @classmethod
     def from_buffer(cls, buf) -> "Workspace":
+        """A Workspace over ``buf``: a Workspace, a ``cuda.core.Buffer`` (``.handle``/``.size``),
+        any object with ``.ptr``/``.nbytes``, or a CUDA tensor (torch: ``data_ptr()``, cupy:
+        ``.data.ptr``).  The workspace keeps ``buf`` alive."""
         if isinstance(buf, Workspace):
             return buf
+        if hasattr(buf, "data_ptr") and hasattr(buf, "element_size"):  # torch.Tensor
+            if not buf.is_cuda:
+                from .errors import DeviceMismatchError
+
+                raise DeviceMismatchError("workspace must be device memory (a CUDA tensor)")
+            return cls(int(buf.data_ptr()), int(buf.numel() * buf.element_size()), buf)
+        data = getattr(buf, "data", None)
+        if data is not None and hasattr(data, "ptr") and hasattr(buf, "nbytes"):  # cupy
+            return cls(int(data.ptr), int(buf.nbytes), buf)
         ptr = getattr(buf, "ptr", None)
         if ptr is None:
             ptr = getattr(buf, "handle", 0)

@@ -221,83 +221,48 @@ _ALWAYS = ("shape", "dtype", "eps", "num_groups", "groups", "group_count", "has_
            "has_bias", "training")
 
 
-def _dataclass_kwargs(cls, ctx, known):
-    """Keyword arguments for ``cls`` (a dataclass): ``known`` values by field name, then guesses
-    for the fields the benchmark understands; an unknown required field raises TypeError."""
-    import dataclasses
-    import inspect
-
-    kw = {}
-    if dataclasses.is_dataclass(cls):
-        fields = [(f.name, f.default is dataclasses.MISSING and
-                   f.default_factory is dataclasses.MISSING) for f in dataclasses.fields(cls)]
-    else:
-        sig = inspect.signature(cls)
-        fields = [(n, p.default is inspect.Parameter.empty) for n, p in sig.parameters.items()]
-    for name, required in fields:
-        if name in known:
-            kw[name] = known[name]
-        elif name in _FIELD_GUESS and (required or name in _ALWAYS):
-            kw[name] = _FIELD_GUESS[name](ctx)
-        elif required:
-            raise TypeError(f"{cls.__name__} needs field {name!r} the benchmark does not know")
-    return kw
-
-
-def _channel_classes(kind):
-    import importlib
-
-    mod = importlib.import_module("baracuda_dsl.plans.channel_norm")
-    names = {s: getattr(mod, f"{kind}{s}", None) for s in ("Descriptor", "Args", "Plan")}
-    missing = [f"{kind}{s}" for s, v in names.items() if v is None]
-    if missing:
-        raise ImportError(f"baracuda_dsl.plans.channel_norm has no {', '.join(missing)}")
-    return names["Descriptor"], names["Args"], names["Plan"]
-
-
 def _channel_setup(kind, shape, dt):
     """(plan, run(x, w, b, y, extras), torch_fn(x, w, b), extras_factory) for GroupNorm /
-    BatchNorm forward, built from whatever fields the channel_norm module declares."""
+    BatchNorm (training mode, running statistics in f32 as torch keeps them) forward."""
     import torch
     import torch.nn.functional as F
 
     bd = _bd()
-    Desc, Args, Plan = _channel_classes(kind)
-    ctx = dict(shape=tuple(shape), dtype=dt, eps=1e-5, groups=GROUPS)
-    desc = Desc(**_dataclass_kwargs(Desc, ctx, {}))
-    plan = Plan.select(desc)
+    from baracuda_dsl.plans import channel_norm as cn
+
+    C = shape[1]
+    half = dt in ("float16", "bfloat16")
+    pdt = "float32" if half else dt
+    if kind == "GroupNorm":
+        plan = cn.GroupNormPlan.select(cn.GroupNormDescriptor(tuple(shape), GROUPS, dt, 1e-5,
+                                                              True, True, param_dtype=pdt))
+    else:
+        plan = cn.BatchNormPlan.select(cn.BatchNormDescriptor(tuple(shape), dt, 1e-5, 0.1, True,
+                                                              True, True, True, param_dtype=pdt))
     wsz = plan.workspace_size()
     ws_t = torch.empty(max(wsz, 1), device="cuda", dtype=torch.uint8)
-    ws = bd.Workspace(ws_t.data_ptr(), ws_t.numel()) if wsz else None
-    C = shape[1]
-    training = bool(getattr(desc, "training", True))
-    momentum = float(getattr(desc, "momentum", 0.1) or 0.1)
+    ws = bd.Workspace(ws_t.data_ptr(), ws_t.numel(), ws_t) if wsz else None  # owner keeps it alive
+    pt = getattr(torch, pdt)
 
     def extras():
-        # running statistics, if the Args want them (f32, as torch keeps them for half inputs)
-        e = {}
-        import dataclasses
-
-        names = [f.name for f in dataclasses.fields(Args)] if dataclasses.is_dataclass(Args) else []
-        if "running_mean" in names:
-            e["running_mean"] = torch.zeros(C, device="cuda", dtype=torch.float32)
-        if "running_var" in names:
-            e["running_var"] = torch.ones(C, device="cuda", dtype=torch.float32)
-        return e
+        if kind == "GroupNorm":
+            return {}
+        return dict(running_mean=torch.zeros(C, device="cuda", dtype=pt),
+                    running_var=torch.ones(C, device="cuda", dtype=pt))
 
     def run(x, w, b, y, ex):
-        known = dict(x=x, y=y, out=y, weight=w, bias=b, gamma=w, beta=b, **ex)
-        plan.run(Args(**_dataclass_kwargs(Args, ctx, known)), workspace=ws)
+        if kind == "GroupNorm":
+            plan.run(cn.GroupNormArgs(x, y, w, b), workspace=ws)
+        else:
+            plan.run(cn.BatchNormArgs(x, y, w, b, ex["running_mean"], ex["running_var"]),
+                     workspace=ws)
 
     if kind == "GroupNorm":
         def ref(x, w, b, ex=None):
             return F.group_norm(x, GROUPS, w, b, 1e-5)
     else:
         def ref(x, w, b, ex=None):
-            rm = torch.zeros(C, device=x.device, dtype=torch.float32 if x.dtype != torch.float64
-                             else torch.float64)
-            rv = torch.ones_like(rm)
-            return F.batch_norm(x, rm, rv, w, b, training, momentum, 1e-5)
+            return F.batch_norm(x, None, None, w, b, True, 0.1, 1e-5)
     return plan, run, ref, extras
 
 
@@ -318,8 +283,9 @@ def bench_channel(kind, shape, dt, copy_gbs):
     sets = []
     for _ in range(n_sets(nbytes)):
         x = torch.randn(*shape, device="cuda", dtype=tdt)
-        w = 1 + 0.5 * torch.randn(C, device="cuda", dtype=tdt)
-        b = torch.randn(C, device="cuda", dtype=tdt)
+        pdt = torch.float32 if tdt in (torch.float16, torch.bfloat16) else tdt  # param dtype
+        w = 1 + 0.5 * torch.randn(C, device="cuda", dtype=pdt)
+        b = torch.randn(C, device="cuda", dtype=pdt)
         sets.append((x, w, b, torch.empty_like(x), extras()))
     x, w, b, y, ex = sets[0]
     y.fill_(float("nan"))
@@ -332,7 +298,8 @@ def bench_channel(kind, shape, dt, copy_gbs):
     err = H.rel_err(y, r)
     del r
     t_ours = H.bench(run, sets)
-    t_ref = H.bench(lambda x, w, b, y, ex: ref(x, w, b), sets)
+    tsets = [(x, w.to(x.dtype), b.to(x.dtype)) for (x, w, b, y, ex) in sets]  # torch: one dtype
+    t_ref = H.bench(lambda x, w, b: ref(x, w, b), tsets)
     out = _row(f"{kind} FW", shp, dt, nbytes, t_ours, t_ref, copy_gbs, err, str(plan.sku()))
     del sets
     torch.cuda.empty_cache()

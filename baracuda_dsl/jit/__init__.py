@@ -43,6 +43,10 @@ def artifact(t: KernelTemplate, knobs: Knobs, arch: ArchSku, cache: KernelCache 
         return art
     if not (jit_enabled() if allow_jit is None else allow_jit):
         raise KernelNotCachedError(f"{t.name}({knob_key(knobs)})", arch.value, cache.root, t.family)
+    if installed_dsl_version() is None:
+        raise KernelNotCachedError(f"{t.name}({knob_key(knobs)})", arch.value, cache.root, t.family,
+                                   reason="the CuTe DSL (nvidia-cutlass-dsl) is not installed here, "
+                                          "so it cannot be compiled on demand")
     from .compiler import compile_sku
 
     cubin, meta = compile_sku(t.name, knobs, arch)

@@ -3,9 +3,10 @@
 Layout: ``<root>/dsl-<cute-dsl-version>/<arch>/<template>/<sku-id>-<source-hash>.bkc``.
 The key therefore covers the template source hash, the SKU knobs, the arch and the CuTe DSL version.
 One entry is one file: an 8-byte magic, a 4-byte JSON length, the JSON metadata (which records the
-cubin's sha256) and the cubin.  It is written to a temp file in the same directory and renamed into
-place (``os.replace``), so concurrent readers see a complete entry or none; an entry that fails
-verification is deleted and treated as a miss (it gets recompiled).
+cubin's sha256), the cubin, and a trailing sha256 of everything before it (so a flipped byte in the
+metadata is caught as well as one in the cubin).  It is written to a temp file in the same
+directory and renamed into place (``os.replace``), so concurrent readers see a complete entry or
+none; an entry that fails verification is deleted and treated as a miss (it gets recompiled).
 
 Root: ``$BARACUDA_DSL_CACHE_DIR`` or the user cache dir (``~/.cache/baracuda-dsl``).  A host
 without the DSL installed looks the entry up under every ``dsl-*`` folder, newest version first.
@@ -23,7 +24,8 @@ from typing import Dict, Iterator, Optional, Tuple
 
 from .template import KernelTemplate, Knobs, knob_key
 
-_MAGIC = b"BKCUBIN1"
+_MAGIC = b"BKCUBIN2"
+_DIGEST = 32  # trailing sha256 of magic + length + metadata + cubin
 
 
 def default_cache_dir() -> str:
@@ -118,13 +120,17 @@ class KernelCache:
         except OSError:
             return None
         try:
-            if blob[:8] != _MAGIC:
-                raise ValueError("bad magic")
-            n = struct.unpack("<I", blob[8:12])[0]
-            meta = json.loads(blob[12:12 + n].decode())
-            cubin = blob[12 + n:]
-            if meta.get("cubin_sha256") != hashlib.sha256(cubin).hexdigest() or "entry" not in meta:
+            if blob[:8] != _MAGIC or len(blob) < 12 + _DIGEST:
+                raise ValueError("bad magic or truncated")
+            body = blob[:-_DIGEST]
+            if hashlib.sha256(body).digest() != blob[-_DIGEST:]:
                 raise ValueError("checksum mismatch")
+            n = struct.unpack("<I", body[8:12])[0]
+            meta = json.loads(body[12:12 + n].decode())
+            cubin = body[12 + n:]
+            if (not isinstance(meta, dict) or "entry" not in meta
+                    or meta.get("cubin_sha256") != hashlib.sha256(cubin).hexdigest()):
+                raise ValueError("inconsistent entry")
         except (ValueError, struct.error, UnicodeDecodeError):
             try:
                 os.remove(path)
@@ -142,7 +148,8 @@ class KernelCache:
         meta = dict(meta, cubin_sha256=hashlib.sha256(cubin).hexdigest(), template=t.name,
                     knobs=knob_key(knobs), arch=arch, source_hash=t.source_hash(), dsl_version=ver)
         header = json.dumps(meta, sort_keys=True).encode()
-        _atomic_write(stem + ".bkc", _MAGIC + struct.pack("<I", len(header)) + header + cubin)
+        body = _MAGIC + struct.pack("<I", len(header)) + header + cubin
+        _atomic_write(stem + ".bkc", body + hashlib.sha256(body).digest())
         return Artifact(cubin, meta)
 
     # -- inventory

@@ -111,12 +111,12 @@ def compile_sku(template_name: str, knobs: Knobs, arch: ArchSku,
     return submit(template_name, knobs, arch, 1).result(timeout=timeout)
 
 
-def shutdown() -> None:
-    """Stop every worker pool (prebuild calls this at the end)."""
+def shutdown(arch: Optional[ArchSku] = None, wait: bool = True) -> None:
+    """Stop the worker pools of ``arch`` (every pool when None); prebuild frees each arch's
+    workers once its SKUs are done."""
     with _POOL_LOCK:
-        for p in _POOLS.values():
-            p.shutdown(wait=True, cancel_futures=True)
-        _POOLS.clear()
+        for key in [k for k in _POOLS if arch is None or k[0] == arch.value]:
+            _POOLS.pop(key).shutdown(wait=wait, cancel_futures=True)
 
 
 atexit.register(shutdown)

@@ -1,22 +1,31 @@
 """Prebuilding the cubin cache: every SKU of the chosen families for each arch, compiled in
-parallel worker processes (one pool per arch), with a progress bar and a summary table.
-Works on a machine without a GPU."""
+parallel worker processes, with a progress bar (plain log lines when the output is not a
+terminal) and a per (family, arch) tally.  Works on a machine without a GPU.
+
+At most ``jobs`` compiles run at once over all arches.  Work is queued arch by arch; each arch has
+its own worker pool (``CUTE_DSL_ARCH`` is fixed per process), freed as soon as that arch's SKUs are
+done, so at most two pools are alive at a time.  SKUs already in the cache are skipped.
+"""
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+from concurrent.futures.process import BrokenProcessPool
+import re
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..vocabulary import ArchSku
 from .cache import KernelCache
-from .template import all_templates, knob_key
+from .template import KernelTemplate, Knobs, all_templates, knob_key
 
 
 @dataclass
 class Tally:
-    """Per (family, arch) counts."""
+    """Per (family, arch) counts: SKUs compiled now, found in the cache, failed; summed compile
+    seconds (worker time, not wall time); one concise error line per failed SKU."""
 
     compiled: int = 0
     cached: int = 0
@@ -25,19 +34,41 @@ class Tally:
     errors: List[str] = field(default_factory=list)
 
 
-def plan_jobs(families: Optional[Sequence[str]], arches: Sequence[ArchSku], cache: KernelCache):
-    """(template, knobs, arch, already_cached) for every SKU of the selection."""
+class Job(NamedTuple):
+    """One SKU build: template, frozen knobs, arch, and whether the cache already holds it."""
+
+    template: KernelTemplate
+    knobs: Knobs
+    arch: ArchSku
+    cached: bool
+
+
+def plan_jobs(families: Optional[Sequence[str]], arches: Sequence[ArchSku],
+              cache: KernelCache) -> List[Job]:
+    """Every SKU of the selection for every arch (arch-major order), flagged when cached."""
     out = []
-    for t in all_templates(families):
-        for a in arches:
+    for a in arches:
+        for t in all_templates(families):
             for knobs in t.skus(a.value):
-                out.append((t, knobs, a, cache.get(t, knobs, a.value) is not None))
+                out.append(Job(t, knobs, a, cache.get(t, knobs, a.value) is not None))
     return out
+
+
+def error_line(t: KernelTemplate, e: BaseException, limit: int = 300) -> str:
+    """First meaningful line of a compile failure, without the template/knob prefix that the
+    compiler puts in front (the caller prints the SKU itself)."""
+    text = str(e).strip() or type(e).__name__
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), text)
+    line = re.sub(r"^" + re.escape(t.name) + r"\(\(.*?\)\)(?: for \w+)?: ", "", line)
+    if type(e).__name__ != "CompileError" and not line.startswith(type(e).__name__):
+        line = f"{type(e).__name__}: {line}"
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def prebuild(families: Optional[Sequence[str]], arches: Sequence[ArchSku], jobs: int,
              cache: KernelCache, console=None) -> Dict[Tuple[str, str], Tally]:
-    """Compile every missing SKU; returns the (family, arch) → Tally table."""
+    """Compile every SKU of the selection that is not cached yet and store it; returns the
+    (family, arch) → :class:`Tally` table.  Failures are recorded, never raised."""
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
@@ -45,38 +76,67 @@ def prebuild(families: Optional[Sequence[str]], arches: Sequence[ArchSku], jobs:
     from . import compiler
 
     console = console or Console(stderr=True)
+    jobs = max(int(jobs), 1)
     tally: Dict[Tuple[str, str], Tally] = defaultdict(Tally)
-    work = plan_jobs(families, arches, cache)
-    todo = []
-    for t, knobs, a, hit in work:
-        if hit:
-            tally[(t.family, a.value)].cached += 1
+    pending = deque()
+    left = defaultdict(int)  # arch -> SKUs not finished yet
+    for j in plan_jobs(families, arches, cache):
+        key = (j.template.family, j.arch.value)
+        if j.cached:
+            tally[key].cached += 1
         else:
-            todo.append((t, knobs, a))
-    t_start = {}
-    futures = []
-    for t, knobs, a in todo:
-        fut = compiler.submit(t.name, knobs, a, jobs)
-        t_start[id(fut)] = time.perf_counter()
-        futures.append((fut, t, knobs, a))
+            tally[key]  # noqa: B018  (the row shows up even if every build fails)
+            pending.append(j)
+            left[j.arch] += 1
+    total = len(pending)
     columns = [TextColumn("[bold]prebuild"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.description}"), TimeElapsedColumn(), TimeRemainingColumn()]
-    with Progress(*columns, console=console, transient=False,
-                  disable=not console.is_terminal) as prog:
-        task = prog.add_task("", total=len(futures))
-        for i, (fut, t, knobs, a) in enumerate(futures):
-            key = (t.family, a.value)
-            try:
-                cubin, meta = fut.result()
-                cache.put(t, knobs, a.value, cubin, meta)
-                tally[key].compiled += 1
-                tally[key].seconds += float(meta.get("compile_seconds", 0.0))
-            except Exception as e:  # report every failure, keep going
-                tally[key].failed += 1
-                tally[key].errors.append(f"{t.name}({knob_key(knobs)}) @{a.value}: "
-                                         f"{str(e).strip().splitlines()[0][:300]}")
-            prog.update(task, advance=1, description=f"{a.value} {t.name}")
-            if not console.is_terminal and (i + 1) % 25 == 0:
-                console.print(f"prebuild: {i + 1}/{len(futures)} SKUs")
-    compiler.shutdown()
+               TextColumn("{task.description}"), TimeElapsedColumn(), TextColumn("ETA"),
+               TimeRemainingColumn()]
+    tty = console.is_terminal
+    t0 = time.perf_counter()
+    last_log = t0
+    inflight: Dict[cf.Future, Job] = {}
+    done_n = 0
+    try:
+        with Progress(*columns, console=console, transient=False, disable=not tty) as prog:
+            task = prog.add_task("", total=total)
+            while pending or inflight:
+                while pending and len(inflight) < jobs:
+                    j = pending.popleft()
+                    try:
+                        inflight[compiler.submit(j.template.name, j.knobs, j.arch, jobs)] = j
+                    except Exception as e:  # a broken pool refuses new work
+                        f: cf.Future = cf.Future()
+                        f.set_exception(e)
+                        inflight[f] = j
+                finished, _ = cf.wait(list(inflight), return_when=cf.FIRST_COMPLETED)
+                for fut in finished:
+                    j = inflight.pop(fut)
+                    key = (j.template.family, j.arch.value)
+                    try:
+                        cubin, meta = fut.result()
+                        cache.put(j.template, j.knobs, j.arch.value, cubin, meta)
+                        tally[key].compiled += 1
+                        tally[key].seconds += float(meta.get("compile_seconds", 0.0))
+                    except Exception as e:  # record every failure, keep going
+                        tally[key].failed += 1
+                        tally[key].errors.append(f"{j.template.name}({knob_key(j.knobs)}) "
+                                                 f"@{j.arch.value}: {error_line(j.template, e)}")
+                        if isinstance(e, BrokenProcessPool):
+                            compiler.shutdown(j.arch, wait=False)  # next submit starts afresh
+                    done_n += 1
+                    left[j.arch] -= 1
+                    if left[j.arch] == 0:
+                        compiler.shutdown(j.arch)  # free this arch's workers
+                    prog.update(task, advance=1, description=f"{j.arch.value} {j.template.name}")
+                    now = time.perf_counter()
+                    if not tty and (now - last_log >= 15 or done_n == total
+                                    or done_n % max(total // 10, 25) == 0):
+                        last_log = now
+                        el = now - t0
+                        eta = el / done_n * (total - done_n)
+                        console.print(f"prebuild: {done_n}/{total} SKUs, {j.arch.value}, "
+                                      f"{el:.0f} s elapsed, ETA {eta:.0f} s", highlight=False)
+    finally:
+        compiler.shutdown(wait=False)
     return dict(tally)

@@ -13,7 +13,9 @@ gives the block size and dynamic shared memory the kernel was compiled for.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
+import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, Mapping, Optional, Tuple
 
@@ -122,5 +124,16 @@ def all_families() -> Tuple[str, ...]:
     return tuple(sorted({t.family for t in _REGISTRY.values()}))
 
 
+#: comma-separated extra modules that register templates (out-of-tree or test templates); read
+#: by every process, including the spawned compiler workers, which inherit the environment
+EXTRA_TEMPLATES_ENV = "BARACUDA_DSL_TEMPLATE_MODULES"
+
+
 def _load_all() -> None:
     from .. import templates  # noqa: F401  (importing registers every template)
+
+    extra = os.environ.get(EXTRA_TEMPLATES_ENV)
+    if extra:
+        for mod in extra.split(","):
+            if mod.strip():
+                importlib.import_module(mod.strip())

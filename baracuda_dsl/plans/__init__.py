@@ -1,5 +1,11 @@
 """Plan families. Each module holds one family's Descriptors, Args and Plans (FW and BW)."""
 
+from . import channel_norm as _channel_norm
+from .channel_norm import *  # noqa: F401,F403
+from .repeat import (RepeatArgs, RepeatBackwardArgs, RepeatBackwardDescriptor, RepeatBackwardPlan,
+                     RepeatDescriptor, RepeatPlan, StridedCopyArgs, StridedCopyDescriptor,
+                     StridedCopyPlan, repeat_out_shape, strided_copy)
+
 from .normalization import (LayerNormArgs, LayerNormBackwardArgs, LayerNormBackwardDescriptor,
                             LayerNormBackwardPlan, LayerNormDescriptor, LayerNormPlan,
                             RMSNormArgs, RMSNormBackwardArgs, RMSNormBackwardDescriptor,
@@ -10,4 +16,8 @@ __all__ = [
     "RMSNormBackwardDescriptor", "RMSNormBackwardArgs", "RMSNormBackwardPlan",
     "LayerNormDescriptor", "LayerNormArgs", "LayerNormPlan",
     "LayerNormBackwardDescriptor", "LayerNormBackwardArgs", "LayerNormBackwardPlan",
-]
+    "RepeatDescriptor", "RepeatArgs", "RepeatPlan",
+    "RepeatBackwardDescriptor", "RepeatBackwardArgs", "RepeatBackwardPlan",
+    "StridedCopyDescriptor", "StridedCopyArgs", "StridedCopyPlan", "strided_copy",
+    "repeat_out_shape",
+] + list(_channel_norm.__all__)

@@ -1,0 +1,284 @@
+"""The ``Array`` object: a strided view (pointer, shape, strides in elements, dtype, device) of
+device memory owned by a stream-ordered pool buffer or by a DLPack producer (torch, cupy, ...).
+
+Views (basic indexing, ``.T``/``.mT``, ``permute_dims``, ``reshape`` of dense arrays, ...) share the
+owner.  Arithmetic operators are not wired yet and therefore not defined.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
+from baracuda_dsl.tensor import MAX_RANK, TensorView, contiguous_strides
+
+from . import _device as _dev
+from . import _dtypes as _dt
+from ._device import Device
+
+
+class Array:
+    """A device array.  ``shape``/``ndim``/``size``/``dtype``/``device``; ``x[...]`` basic indexing
+    (ints, slices with any step, ``...``, ``None``) returns views; ``to_numpy()`` copies to host;
+    DLPack export via ``__dlpack__``; plans accept Arrays (``__baracuda_view__``)."""
+
+    __slots__ = ("_ptr", "_shape", "_strides", "_dtype", "_device", "_owner", "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("use array_api.asarray / empty / zeros / from_dlpack to create arrays")
+
+    @classmethod
+    def _new(cls, ptr: int, shape, strides, dtype, device: Device, owner) -> "Array":
+        if len(shape) > MAX_RANK:
+            raise InvalidProblemError(f"rank {len(shape)} > {MAX_RANK} is not supported")
+        self = object.__new__(cls)
+        self._ptr = int(ptr)
+        self._shape = tuple(int(s) for s in shape)
+        self._strides = tuple(int(s) for s in strides)
+        self._dtype = dtype
+        self._device = device
+        self._owner = owner
+        return self
+
+    @classmethod
+    def _empty(cls, shape, dtype, device: Device) -> "Array":
+        shape = tuple(int(s) for s in shape)
+        if any(s < 0 for s in shape):
+            raise ValueError(f"negative dimension in shape {shape}")
+        n = 1
+        for s in shape:
+            n *= s
+        ptr, buf = _dev.allocate(n * dtype.itemsize, device)
+        return cls._new(ptr, shape, contiguous_strides(shape), dtype, device, buf)
+
+    def _view(self, offset: int, shape, strides) -> "Array":
+        return Array._new(self._ptr + offset * self._dtype.itemsize, shape, strides, self._dtype,
+                          self._device, self._owner)
+
+    # ----------------------------------------------------------------------- attributes
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self._shape:
+            n *= s
+        return n
+
+    @property
+    def strides(self):
+        """Strides in elements (not part of the standard; useful for interop)."""
+        return self._strides
+
+    @property
+    def T(self) -> "Array":
+        if self.ndim != 2:
+            raise ValueError("x.T requires a 2-D array (use permute_dims or mT)")
+        return self._view(0, self._shape[::-1], self._strides[::-1])
+
+    @property
+    def mT(self) -> "Array":
+        if self.ndim < 2:
+            raise ValueError("x.mT requires at least 2 dims")
+        return self._view(0, self._shape[:-2] + self._shape[-2:][::-1],
+                          self._strides[:-2] + self._strides[-2:][::-1])
+
+    def is_contiguous(self) -> bool:
+        """Dense row-major (empty arrays count as dense)."""
+        return self.size == 0 or self.__baracuda_view__().is_contiguous()
+
+    # ----------------------------------------------------------------------- protocols
+    def __array_namespace__(self, /, *, api_version=None):
+        if api_version not in (None, "2022.12", "2023.12", "2024.12"):
+            raise ValueError(f"unsupported array API version {api_version!r}")
+        import array_api
+
+        return array_api
+
+    def __baracuda_view__(self) -> TensorView:
+        return TensorView(self._ptr, self._shape, self._strides, self._dtype,
+                          self._device.ordinal, None, self)
+
+    def __dlpack_device__(self):
+        return (2, self._device.ordinal)  # kDLCUDA
+
+    def __dlpack__(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """DLPack export (zero copy unless ``copy=True``).  ``stream``: the consumer's stream; work
+        this namespace enqueued on the legacy default stream is made visible to it."""
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"cannot export to DLPack device {tuple(dl_device)}; array is on "
+                              f"{self.__dlpack_device__()}")
+        if isinstance(stream, int) and stream not in (-1, 0, 1):
+            _dev.stream_wait_default(stream)
+        src = self
+        if copy:
+            from ._manipulation_functions import _contiguous_copy
+
+            src = _contiguous_copy(self)
+        from ._dlpack import export
+
+        versioned = max_version is not None and int(max_version[0]) >= 1
+        return export(src._ptr, src._shape, src._strides, src._dtype, src._device.ordinal, src,
+                      versioned, bool(copy))
+
+    # ----------------------------------------------------------------------- host copies
+    def to_numpy(self, *, raw: bool = False) -> np.ndarray:
+        """Host copy (numpy).  bfloat16 comes back as float32 (exact) unless ml_dtypes is
+        installed; ``raw=True`` returns the stored bits (uint16 for bf16, uint8 for fp8)."""
+        raw_dt = self._dtype.to_numpy()
+        n = self.size
+        if n == 0:
+            out = np.empty(self._shape, raw_dt)
+        elif self.is_contiguous():
+            out = np.empty(self._shape, raw_dt)
+            _dev.dtoh(out, self._ptr)
+        else:
+            v = self.__baracuda_view__()
+            lo, hi = v.span_elements()
+            span = hi - lo + 1
+            if span <= 4 * n + (1 << 20) // self._dtype.itemsize:
+                host = np.empty(span, raw_dt)
+                _dev.dtoh(host, self._ptr + lo * self._dtype.itemsize)
+                isz = self._dtype.itemsize
+                out = np.lib.stride_tricks.as_strided(
+                    host[-lo:], self._shape, tuple(s * isz for s in self._strides)).copy()
+            else:
+                from ._manipulation_functions import _contiguous_copy
+
+                return _contiguous_copy(self).to_numpy(raw=raw)
+        return out if raw else _dt.host_decode(out, self._dtype)
+
+    def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise ValueError("a device Array cannot be viewed as a host array without a copy")
+        a = self.to_numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def to_device(self, device, /, *, stream=None) -> "Array":
+        dev = _dev.as_device(device)
+        if dev == self._device:
+            return self
+        raise UnsupportedError(f"to_device({dev}): cross-device copies are not wired (array is "
+                               f"on {self._device})")
+
+    def _scalar(self):
+        if self.size != 1 or self.ndim != 0:
+            raise TypeError(f"only 0-D arrays convert to Python scalars (shape {self._shape})")
+        return self.to_numpy()[()]
+
+    def __bool__(self):
+        return bool(self._scalar())
+
+    def __int__(self):
+        return int(self._scalar())
+
+    def __float__(self):
+        return float(self._scalar())
+
+    def __complex__(self):
+        return complex(self._scalar())
+
+    def __index__(self):
+        if not _dt.isdtype(self._dtype, "integral"):
+            raise TypeError("only integer arrays can be used as an index")
+        return operator.index(int(self._scalar()))
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-D array")
+        return self._shape[0]
+
+    def __repr__(self):
+        try:
+            body = np.array2string(self.to_numpy(), separator=", ", threshold=100)
+        except Exception as e:  # pragma: no cover - e.g. no driver
+            body = f"<{type(e).__name__}>"
+        return f"Array({body}, dtype={self._dtype.name}, device={self._device})"
+
+    # ----------------------------------------------------------------------- indexing
+    def _index(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        n_ell = sum(1 for k in key if k is Ellipsis)
+        if n_ell > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+        if n_real > self.ndim:
+            raise IndexError(f"too many indices for a {self.ndim}-D array")
+        if n_ell == 0:
+            key = key + (Ellipsis,)
+        i = next(j for j, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + (slice(None),) * (self.ndim - n_real) + key[i + 1:]
+        off, shape, strides, d = 0, [], [], 0
+        for k in key:
+            if k is None:
+                shape.append(1)
+                strides.append(0)
+                continue
+            n, s = self._shape[d], self._strides[d]
+            d += 1
+            if isinstance(k, Array):
+                if k.ndim == 0 and _dt.isdtype(k.dtype, "integral"):
+                    k = int(k)
+                else:
+                    raise UnsupportedError("array (integer / boolean) indexing is not wired; "
+                                           "wired: ints, slices, ..., None")
+            if isinstance(k, (bool, np.bool_)):
+                raise UnsupportedError("boolean indexing is not wired; wired: ints, slices, ..., None")
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                m = len(range(start, stop, step))
+                if m:
+                    off += start * s
+                shape.append(m)
+                strides.append(s * step)
+                continue
+            try:
+                k = operator.index(k)
+            except TypeError:
+                raise IndexError(f"unsupported index {k!r}") from None
+            if k < 0:
+                k += n
+            if not 0 <= k < n:
+                raise IndexError(f"index {k} is out of bounds for axis {d - 1} with size {n}")
+            off += k * s
+        if len(shape) > MAX_RANK:
+            raise InvalidProblemError(f"indexing would give rank {len(shape)} > {MAX_RANK}")
+        return off, tuple(shape), tuple(strides)
+
+    def __getitem__(self, key) -> "Array":
+        off, shape, strides = self._index(key)
+        return self._view(off, shape, strides)
+
+    def __setitem__(self, key, value) -> None:
+        target = self[key]
+        from ._creation_functions import _fill, asarray
+        from ._manipulation_functions import _copy_into, broadcast_to
+
+        if isinstance(value, (bool, int, float, complex, np.generic)):
+            if not target.is_contiguous():
+                raise UnsupportedError("assigning a scalar to a non-contiguous view is not wired")
+            _fill(target, value)
+            return
+        v = value if isinstance(value, Array) else asarray(value, dtype=self._dtype,
+                                                          device=self._device)
+        if v.dtype != self._dtype:
+            raise UnsupportedError(f"__setitem__: value dtype {v.dtype} != {self._dtype} "
+                                   f"(type promotion is not wired)")
+        _copy_into(broadcast_to(v, target.shape), target)

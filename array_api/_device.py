@@ -1,0 +1,125 @@
+"""Devices of the namespace (CUDA GPUs by ordinal) and the raw memory operations the array layer
+uses: stream-ordered allocation, memset fills, host ↔ device copies (through cuda.bindings)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from baracuda_dsl.errors import DeviceMismatchError, DriverError, UnsupportedError
+
+
+class Device:
+    """A CUDA device, ``Device(0)`` is ``cuda:0``.  Equal devices compare equal."""
+
+    __slots__ = ("ordinal",)
+
+    def __init__(self, ordinal: int = 0):
+        self.ordinal = int(ordinal)
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and other.ordinal == self.ordinal
+
+    def __hash__(self):
+        return hash(("cuda", self.ordinal))
+
+    def __repr__(self):
+        return f"Device('cuda:{self.ordinal}')"
+
+    def __str__(self):
+        return f"cuda:{self.ordinal}"
+
+
+def as_device(device) -> Device:
+    """Resolve ``device`` (None = current, a Device, an ordinal, ``'cuda'``/``'cuda:N'``, or an
+    object with ``.ordinal`` / ``.device_id``) to a Device; CPU requests raise."""
+    if device is None:
+        from baracuda_dsl.runtime.device import current_device_ordinal
+
+        return Device(current_device_ordinal())
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, int) and not isinstance(device, bool):
+        return Device(device)
+    if isinstance(device, str):
+        d = device.strip().lower()
+        if d == "cuda":
+            return as_device(None)
+        if d.startswith("cuda:") and d[5:].isdigit():
+            return Device(int(d[5:]))
+        raise DeviceMismatchError(f"device {device!r}: this namespace holds CUDA arrays only "
+                                  f"(use x.to_numpy() for host copies)")
+    for attr in ("ordinal", "device_id", "index", "id"):
+        v = getattr(device, attr, None)
+        if isinstance(v, int):
+            return Device(v)
+    raise DeviceMismatchError(f"cannot use {device!r} as a CUDA device")
+
+
+def _check(call: str, res):
+    err = res[0] if isinstance(res, tuple) else res
+    if int(err) != 0:
+        raise DriverError(call, err)
+    return res[1] if isinstance(res, tuple) and len(res) > 1 else None
+
+
+def allocate(nbytes: int, device: Device):
+    """(pointer, owner) of a fresh stream-ordered device allocation (≥ 1 byte)."""
+    from baracuda_dsl.runtime.memory import allocate as _alloc
+
+    buf = _alloc(max(int(nbytes), 1), None, device.ordinal)
+    return int(buf.handle), buf
+
+
+def memset(ptr: int, pattern: bytes, count: int, stream: int = 0) -> bool:
+    """Fill ``count`` elements of ``len(pattern)`` bytes each at ``ptr`` with a memset when the
+    pattern allows it (1/2/4-byte, or a repeated 4-byte word); False when it does not."""
+    from cuda.bindings import driver
+
+    n = len(pattern)
+    if count == 0:
+        return True
+    if pattern == pattern[:1] * n:
+        _check("cuMemsetD8Async", driver.cuMemsetD8Async(ptr, pattern[0], count * n, stream))
+        return True
+    if n == 2:
+        v = int.from_bytes(pattern, "little")
+        _check("cuMemsetD16Async", driver.cuMemsetD16Async(ptr, v, count, stream))
+        return True
+    if n % 4 == 0 and pattern == pattern[:4] * (n // 4) and ptr % 4 == 0:
+        v = int.from_bytes(pattern[:4], "little")
+        _check("cuMemsetD32Async", driver.cuMemsetD32Async(ptr, v, count * n // 4, stream))
+        return True
+    return False
+
+
+def htod(ptr: int, host: np.ndarray) -> None:
+    """Copy a C-contiguous host array to device memory (synchronous, legacy-stream ordered)."""
+    from cuda.bindings import driver
+
+    if host.nbytes:
+        _check("cuMemcpyHtoD", driver.cuMemcpyHtoD(ptr, host.ctypes.data, host.nbytes))
+
+
+def dtoh(host: np.ndarray, ptr: int) -> None:
+    """Copy device bytes into a C-contiguous host array (waits for the legacy default stream)."""
+    from cuda.bindings import driver
+
+    if host.nbytes:
+        _check("cuMemcpyDtoH", driver.cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes))
+
+
+def stream_wait_default(stream: int) -> None:
+    """Make ``stream`` wait for the work enqueued so far on the legacy default stream."""
+    from cuda.bindings import driver
+
+    flags = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
+    ev = _check("cuEventCreate", driver.cuEventCreate(flags))
+    try:
+        _check("cuEventRecord", driver.cuEventRecord(ev, 0))
+        _check("cuStreamWaitEvent", driver.cuStreamWaitEvent(stream, ev, 0))
+    finally:
+        driver.cuEventDestroy(ev)
+
+
+def unsupported(what: str):
+    raise UnsupportedError(what)

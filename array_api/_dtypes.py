@@ -1,0 +1,164 @@
+"""Data types of the namespace (the baracuda_dsl DType objects), their categories, ``isdtype``,
+``finfo`` / ``iinfo`` and the host (numpy) conversions used by host copies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from baracuda_dsl import dtypes as _d
+from baracuda_dsl.dtypes import DType
+from baracuda_dsl.errors import UnsupportedError
+
+bool = _d.bool_  # noqa: A001  (array-API spelling, as array-api-strict)
+int8, int16, int32, int64 = _d.int8, _d.int16, _d.int32, _d.int64
+uint8, uint16, uint32, uint64 = _d.uint8, _d.uint16, _d.uint32, _d.uint64
+float16, bfloat16, float32, float64 = _d.float16, _d.bfloat16, _d.float32, _d.float64
+complex64, complex128 = _d.complex64, _d.complex128
+float8_e4m3, float8_e5m2 = _d.float8_e4m3, _d.float8_e5m2
+
+_boolean_dtypes = (bool,)
+_signed_integer_dtypes = (int8, int16, int32, int64)
+_unsigned_integer_dtypes = (uint8, uint16, uint32, uint64)
+_integer_dtypes = _signed_integer_dtypes + _unsigned_integer_dtypes
+_real_floating_dtypes = (float32, float64, float16, bfloat16)
+_complex_floating_dtypes = (complex64, complex128)
+_numeric_dtypes = _integer_dtypes + _real_floating_dtypes + _complex_floating_dtypes
+_all_dtypes = _boolean_dtypes + _numeric_dtypes + (float8_e4m3, float8_e5m2)
+
+_KINDS = {
+    "bool": _boolean_dtypes,
+    "signed integer": _signed_integer_dtypes,
+    "unsigned integer": _unsigned_integer_dtypes,
+    "integral": _integer_dtypes,
+    "real floating": _real_floating_dtypes + (float8_e4m3, float8_e5m2),
+    "complex floating": _complex_floating_dtypes,
+    "numeric": _numeric_dtypes + (float8_e4m3, float8_e5m2),
+}
+
+
+def _as_dtype(dt) -> DType:
+    if dt is None:
+        raise TypeError("dtype is None")
+    return _d.dtype(dt)
+
+
+def isdtype(dtype, kind) -> "builtins.bool":  # noqa: F821
+    """True if ``dtype`` is ``kind`` (a dtype, a kind name such as ``'real floating'``, or a tuple
+    of those), as the array API 2022.12+ ``isdtype``."""
+    if not isinstance(dtype, DType):
+        raise TypeError(f"isdtype: expected a dtype, got {dtype!r}")
+    if isinstance(kind, tuple):
+        return any(isdtype(dtype, k) for k in kind)
+    if isinstance(kind, DType):
+        return dtype == kind
+    if isinstance(kind, str):
+        if kind not in _KINDS:
+            raise ValueError(f"isdtype: unknown kind {kind!r}; known: {sorted(_KINDS)}")
+        return dtype in _KINDS[kind]
+    raise TypeError(f"isdtype: kind must be a dtype, a string or a tuple, got {kind!r}")
+
+
+@dataclass(frozen=True)
+class finfo_object:
+    """Machine limits of a floating dtype (array API ``finfo``)."""
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class iinfo_object:
+    """Machine limits of an integer dtype (array API ``iinfo``)."""
+
+    bits: int
+    max: int
+    min: int
+    dtype: DType
+
+
+def finfo(type, /) -> finfo_object:  # noqa: A002
+    """finfo of a floating dtype (or array); complex types report their real component."""
+    dt = getattr(type, "dtype", type)
+    dt = _as_dtype(dt)
+    if dt == bfloat16:
+        return finfo_object(16, 2.0**-7, 3.3895313892515355e38, -3.3895313892515355e38,
+                            2.0**-126, dt)
+    if dt.kind not in "fc" or dt.numpy is None:
+        raise UnsupportedError(f"finfo: {dt.name} is not a wired floating dtype")
+    fi = np.finfo(np.dtype(dt.numpy))
+    return finfo_object(int(fi.bits), float(fi.eps), float(fi.max), float(fi.min),
+                        float(fi.smallest_normal), dt)
+
+
+def iinfo(type, /) -> iinfo_object:  # noqa: A002
+    """iinfo of an integer dtype (or array)."""
+    dt = _as_dtype(getattr(type, "dtype", type))
+    if dt.kind not in "iu":
+        raise TypeError(f"iinfo: {dt.name} is not an integer dtype")
+    ii = np.iinfo(np.dtype(dt.numpy))
+    return iinfo_object(int(ii.bits), int(ii.max), int(ii.min), dt)
+
+
+# ------------------------------------------------------------------------- host conversions
+def f32_to_bf16_bits(a: np.ndarray) -> np.ndarray:
+    """float → bfloat16 bit patterns (uint16), round to nearest even; NaN stays NaN."""
+    f = np.ascontiguousarray(a, dtype=np.float32)
+    u = f.view(np.uint32).astype(np.uint64)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(f)
+    if nan.any():
+        rounded = np.where(nan, ((u >> 16) | 0x40).astype(np.uint16), rounded)
+    return rounded
+
+
+def bf16_bits_to_f32(b: np.ndarray) -> np.ndarray:
+    """bfloat16 bit patterns (uint16) → float32 (exact)."""
+    return (np.ascontiguousarray(b, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def host_encode(a: np.ndarray, dt: DType) -> np.ndarray:
+    """A C-contiguous numpy array holding the device bytes of ``a`` converted to ``dt``."""
+    if dt == bfloat16:
+        if getattr(a.dtype, "name", "") == "bfloat16":  # ml_dtypes input: already bf16 bits
+            return np.ascontiguousarray(a).view(np.uint16)
+        if a.dtype.kind == "c":
+            raise TypeError("cannot convert complex values to bfloat16")
+        return f32_to_bf16_bits(a.astype(np.float32))
+    if dt.numpy is None:
+        try:
+            import ml_dtypes  # noqa: F401
+
+            npd = np.dtype({"float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}[dt.name])
+            return np.ascontiguousarray(a.astype(npd)).view(np.uint8)
+        except ImportError:
+            raise UnsupportedError(f"host conversion to {dt.name} needs ml_dtypes; wired: every "
+                                   f"dtype numpy has, plus bfloat16") from None
+    return np.ascontiguousarray(a, dtype=np.dtype(dt.numpy))
+
+
+def host_decode(raw: np.ndarray, dt: DType) -> np.ndarray:
+    """Device bytes (as numpy raw storage of ``dt.to_numpy()``) → a host array: bfloat16 becomes
+    float32 (exact) unless ml_dtypes is installed; fp8 needs ml_dtypes."""
+    if dt == bfloat16:
+        try:
+            import ml_dtypes
+
+            return raw.view(ml_dtypes.bfloat16)
+        except ImportError:
+            return bf16_bits_to_f32(raw).reshape(raw.shape)
+    if dt.numpy is None:
+        try:
+            import ml_dtypes
+
+            return raw.view({"float8_e4m3": ml_dtypes.float8_e4m3fn,
+                             "float8_e5m2": ml_dtypes.float8_e5m2}[dt.name])
+        except ImportError:
+            raise UnsupportedError(f"host decoding of {dt.name} needs ml_dtypes "
+                                   f"(x.to_numpy(raw=True) gives the raw bytes)") from None
+    return raw

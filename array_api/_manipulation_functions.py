@@ -1,0 +1,228 @@
+"""Manipulation functions.  Views where possible (``permute_dims``, ``matrix_transpose``,
+``expand_dims``, ``squeeze``, ``broadcast_to``, ``flip``, ``reshape`` of dense arrays); copies go
+through the strided-copy kernel (``RepeatPlan`` / ``StridedCopyPlan``): ``tile`` (numpy.tile),
+``repeat`` (array API 2023.12, numpy.repeat semantics) and ``ascontiguousarray``."""
+
+from __future__ import annotations
+
+import functools
+import operator
+
+import numpy as np
+
+from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
+from baracuda_dsl.plan import collapse_dims, prod
+from baracuda_dsl.tensor import MAX_RANK, TensorView, contiguous_strides
+
+from . import _dtypes as _dt
+from ._array_object import Array
+
+
+def _axis(axis: int, ndim: int) -> int:
+    a = operator.index(axis)
+    if not -ndim <= a < ndim:
+        raise IndexError(f"axis {axis} is out of bounds for a {ndim}-D array")
+    return a % ndim
+
+
+# ------------------------------------------------------------------------ copy primitives
+def _copy_strided(ptr: int, shape, strides, dtype, ordinal: int, owner, dst_ptr: int) -> None:
+    """Copy the strided source (any rank, collapsible to ≤ 8 dims) into dense memory at dst."""
+    if prod(shape) == 0:
+        return
+    cshape, cstr = collapse_dims(shape, strides)
+    if len(cshape) > MAX_RANK:
+        raise UnsupportedError(f"copy of a view that collapses to {len(cshape)} dims (> 8)")
+    from baracuda_dsl.plans.repeat import strided_copy
+
+    src = TensorView(ptr, cshape, cstr, dtype, ordinal, None, owner)
+    dst = TensorView(dst_ptr, cshape, contiguous_strides(cshape), dtype, ordinal, None, None)
+    strided_copy(src, dst)
+
+
+def _overlaps(a: Array, b: Array) -> bool:
+    if a.size == 0 or b.size == 0:
+        return False
+    va, vb = a.__baracuda_view__(), b.__baracuda_view__()
+    (alo, ahi), (blo, bhi) = va.span_elements(), vb.span_elements()
+    isz = a.dtype.itemsize
+    a0, a1 = a._ptr + alo * isz, a._ptr + (ahi + 1) * isz
+    b0, b1 = b._ptr + blo * isz, b._ptr + (bhi + 1) * b.dtype.itemsize
+    return a0 < b1 and b0 < a1
+
+
+def _copy_into(src: Array, dst: Array) -> None:
+    """dst[...] = src (same shape and dtype; dst dense; overlapping sources are staged)."""
+    if tuple(src.shape) != tuple(dst.shape) or src.dtype != dst.dtype:
+        raise InvalidProblemError(f"copy: {src.shape}/{src.dtype} into {dst.shape}/{dst.dtype}")
+    if not dst.is_contiguous():
+        raise UnsupportedError("writing into a non-contiguous view is not wired")
+    if _overlaps(src, dst):
+        src = _contiguous_copy(src)
+    _copy_strided(src._ptr, src.shape, src.strides, src.dtype, src.device.ordinal, src,
+                  dst._ptr)
+
+
+def _contiguous_copy(x: Array) -> Array:
+    """A new dense copy of ``x`` (every dtype, bit-exact)."""
+    out = Array._empty(x.shape, x.dtype, x.device)
+    _copy_strided(x._ptr, x.shape, x.strides, x.dtype, x.device.ordinal, x, out._ptr)
+    return out
+
+
+def ascontiguousarray(x: Array, /) -> Array:
+    """``x`` itself when dense row-major, else a dense copy (extension)."""
+    return x if x.is_contiguous() else _contiguous_copy(x)
+
+
+# ---------------------------------------------------------------------------------- views
+def permute_dims(x: Array, /, axes) -> Array:
+    axes = tuple(_axis(a, x.ndim) for a in axes)
+    if sorted(axes) != list(range(x.ndim)):
+        raise ValueError(f"permute_dims: {axes} is not a permutation of {x.ndim} axes")
+    return x._view(0, tuple(x.shape[a] for a in axes), tuple(x.strides[a] for a in axes))
+
+
+def matrix_transpose(x: Array, /) -> Array:
+    return x.mT
+
+
+def expand_dims(x: Array, /, *, axis: int = 0) -> Array:
+    a = _axis(axis, x.ndim + 1)
+    return x._view(0, x.shape[:a] + (1,) + x.shape[a:], x.strides[:a] + (0,) + x.strides[a:])
+
+
+def squeeze(x: Array, /, axis) -> Array:
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = {_axis(a, x.ndim) for a in axes}
+    for a in axes:
+        if x.shape[a] != 1:
+            raise ValueError(f"squeeze: axis {a} has size {x.shape[a]}, not 1")
+    keep = [i for i in range(x.ndim) if i not in axes]
+    return x._view(0, tuple(x.shape[i] for i in keep), tuple(x.strides[i] for i in keep))
+
+
+def broadcast_to(x: Array, /, shape) -> Array:
+    shape = tuple(int(s) for s in shape)
+    if len(shape) < x.ndim:
+        raise ValueError(f"broadcast_to: cannot broadcast {x.shape} to {shape}")
+    pad = len(shape) - x.ndim
+    strides = [0] * pad
+    for n_in, s_in, n_out in zip(x.shape, x.strides, shape[pad:]):
+        if n_in == n_out:
+            strides.append(s_in if n_in != 1 else 0)
+        elif n_in == 1:
+            strides.append(0)
+        else:
+            raise ValueError(f"broadcast_to: cannot broadcast {x.shape} to {shape}")
+    return x._view(0, shape, tuple(strides))
+
+
+def flip(x: Array, /, *, axis=None) -> Array:
+    axes = range(x.ndim) if axis is None else ((axis,) if isinstance(axis, int) else axis)
+    axes = {_axis(a, x.ndim) for a in axes}
+    off = sum((x.shape[a] - 1) * x.strides[a] for a in axes if x.shape[a] > 0)
+    return x._view(off, x.shape, tuple(-s if i in axes else s for i, s in enumerate(x.strides)))
+
+
+def reshape(x: Array, /, shape, *, copy=None) -> Array:
+    shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    if shape.count(-1) > 1 or any(s < -1 for s in shape):
+        raise ValueError(f"reshape: invalid shape {shape}")
+    if -1 in shape:
+        known = prod(s for s in shape if s != -1)
+        if known == 0 or x.size % known:
+            raise ValueError(f"reshape: cannot reshape size {x.size} into {shape}")
+        shape = tuple(x.size // known if s == -1 else s for s in shape)
+    if prod(shape) != x.size:
+        raise ValueError(f"reshape: cannot reshape {x.shape} into {shape}")
+    if x.is_contiguous() and not copy:
+        return x._view(0, shape, contiguous_strides(shape))
+    if copy is False:
+        raise ValueError("reshape: this view cannot be reshaped without a copy (copy=False)")
+    y = _contiguous_copy(x)
+    return y._view(0, shape, contiguous_strides(shape))
+
+
+# ---------------------------------------------------------------------------------- copies
+@functools.lru_cache(maxsize=256)
+def _repeat_plan(shape, reps, dt):
+    from baracuda_dsl.plans.repeat import RepeatDescriptor, RepeatPlan
+
+    return RepeatPlan.select(RepeatDescriptor(shape, reps, dt))
+
+
+def tile(x: Array, repetitions, /) -> Array:
+    """numpy.tile / torch.Tensor.repeat (``repetitions`` padded with leading 1s to x's rank)."""
+    reps = tuple(operator.index(r) for r in repetitions)
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: negative repetitions {reps}")
+    reps = (1,) * (x.ndim - len(reps)) + reps
+    from baracuda_dsl.plans.repeat import RepeatArgs
+
+    plan = _repeat_plan(x.shape, reps, x.dtype)
+    out = Array._empty(plan.desc.out_shape, x.dtype, x.device)
+    plan.run(RepeatArgs(x, out))
+    return out
+
+
+def repeat(x: Array, repeats, /, *, axis=None) -> Array:
+    """Array API ``repeat`` (numpy.repeat semantics): each element along ``axis`` is repeated
+    ``repeats`` times (an int, or a 1-D integer array/sequence with one count per element or a
+    single count); ``axis=None`` flattens first.  Int repeats: one strided-copy launch; array
+    repeats: the counts are read on the host and each element's run is one copy launch."""
+    if axis is None:
+        x = reshape(x, (-1,))
+        axis = 0
+    axis = _axis(axis, x.ndim)
+    n = x.shape[axis]
+    if isinstance(repeats, Array):
+        if not _dt.isdtype(repeats.dtype, "integral"):
+            raise TypeError("repeat: repeats must have an integer dtype")
+        counts = repeats.to_numpy()
+    elif isinstance(repeats, (int, np.integer)) and not isinstance(repeats, bool):
+        counts = None
+        r = int(repeats)
+        if r < 0:
+            raise ValueError("repeat: negative repeat count")
+    else:
+        counts = np.asarray(repeats)
+        if counts.dtype.kind not in "iu":
+            raise TypeError("repeat: repeats must be integers")
+    if counts is not None:
+        counts = counts.reshape(-1).astype(np.int64) if counts.ndim <= 1 else None
+        if counts is None:
+            raise ValueError("repeat: repeats must be an int or a 1-D array")
+        if counts.size == 1:
+            r, counts = int(counts[0]), None
+            if r < 0:
+                raise ValueError("repeat: negative repeat count")
+        elif counts.size != n:
+            raise ValueError(f"repeat: {counts.size} counts for axis of size {n}")
+        elif (counts < 0).any():
+            raise ValueError("repeat: negative repeat count")
+    if counts is None:
+        out_shape = x.shape[:axis] + (n * r,) + x.shape[axis + 1:]
+        out = Array._empty(out_shape, x.dtype, x.device)
+        shape = x.shape[:axis + 1] + (r,) + x.shape[axis + 1:]
+        strides = x.strides[:axis + 1] + (0,) + x.strides[axis + 1:]
+        _copy_strided(x._ptr, shape, strides, x.dtype, x.device.ordinal, x, out._ptr)
+        return out
+    total = int(counts.sum())
+    rest = x.shape[:axis] + x.shape[axis + 1:]
+    rest_st = x.strides[:axis] + x.strides[axis + 1:]
+    tmp = Array._empty((total,) + rest, x.dtype, x.device)  # axis first
+    row = prod(rest)
+    pos = 0
+    isz = x.dtype.itemsize
+    for j in range(n):
+        c = int(counts[j])
+        if c == 0:
+            continue
+        _copy_strided(x._ptr + j * x.strides[axis] * isz, (c,) + rest, (0,) + rest_st, x.dtype,
+                      x.device.ordinal, x, tmp._ptr + pos * row * isz)
+        pos += c
+    if axis == 0:
+        return tmp
+    order = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, x.ndim))
+    return _contiguous_copy(permute_dims(tmp, order))

@@ -1,0 +1,17 @@
+"""Test-only family ``selftest_broken``: a template whose compiles always fail (prebuild
+failure reporting)."""
+
+from baracuda_dsl.jit import KernelTemplate, LaunchGeometry, params, register
+
+FAMILY = "selftest_broken"
+
+#: a deliberately wrong ABI (``n`` declared i64, the kernel takes Int32): every compile of it
+#: fails the compiler's ABI check, which the prebuild failure-reporting tests rely on
+SELFTEST_BAD_ABI = register(KernelTemplate(
+    name="selftest_bad_abi",
+    family="selftest_broken",
+    module="_selftest_kernel",
+    params=params("x:ptr y:ptr n:i64 s:f32"),
+    space=lambda: [dict(dtype="f32", threads=128)],
+    geometry=lambda k: LaunchGeometry(threads=int(k["threads"])),
+))
