@@ -132,19 +132,20 @@ def view_arg(obj, name: str, *, shape: Optional[Tuple[int, ...]] = None,
             return None
         raise InvalidProblemError(f"argument {name} is required")
     v = as_view(obj)
-    if shape is not None and tuple(v.shape) != tuple(shape):
+    if shape is not None and v.shape != shape and tuple(v.shape) != tuple(shape):
         raise InvalidProblemError(f"{name}: shape {tuple(v.shape)} != expected {tuple(shape)}")
-    if dtype is not None and v.dtype != dtype:
+    if dtype is not None and v.dtype is not dtype and v.dtype != dtype:
         raise UnsupportedError(f"{name}: dtype {v.dtype.name} != plan dtype {dtype.name}")
     if device is not None and v.device != device:
         raise DeviceMismatchError(f"{name}: on device {v.device}, plan runs on device {device}")
+    if v.ptr % v.dtype.itemsize:
+        if v.numel:
+            raise MisalignedOperandError(f"{name}: pointer {v.ptr:#x} is not aligned to its "
+                                         f"element size {v.dtype.itemsize}")
     if v.capacity_bytes is not None and v.numel:
         need = v.required_bytes()
         if v.capacity_bytes < need:
             raise BufferTooSmallError(need, v.capacity_bytes, name)
-    if v.numel and v.ptr % v.itemsize:
-        raise MisalignedOperandError(f"{name}: pointer {v.ptr:#x} is not aligned to its element "
-                                     f"size {v.itemsize}")
     return v
 
 

@@ -233,12 +233,18 @@ def as_view(obj, *, stream: Optional[int] = None) -> TensorView:
     """Build a :class:`TensorView` over ``obj``: a TensorView (returned as is), anything with
     ``__baracuda_view__`` (our Array), ``__cuda_array_interface__`` (cupy, torch except bf16,
     numba) or ``__dlpack__`` (torch, jax, cupy).  Host arrays raise DeviceMismatchError."""
+    tp = type(obj)
+    if tp is TensorView:
+        return obj
+    if tp in _TORCH_TYPES:  # checked first: a missing attribute on a torch tensor is slow
+        return _view_from_torch(obj)
     if isinstance(obj, TensorView):
         return obj
     own = getattr(obj, "__baracuda_view__", None)
     if own is not None:
         return own()
-    if type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr"):
+    if tp.__module__.startswith("torch") and hasattr(obj, "data_ptr"):
+        _TORCH_TYPES.add(tp)
         return _view_from_torch(obj)
     cai = None
     try:
@@ -291,6 +297,7 @@ _TORCH_DTYPE_NAMES = {
     "complex128": _dt.complex128, "float8_e4m3fn": _dt.float8_e4m3, "float8_e5m2": _dt.float8_e5m2,
 }
 _TORCH_DTYPES: dict = {}  # torch.dtype -> DType, filled on first use (torch is optional)
+_TORCH_TYPES: set = set()  # torch tensor classes seen so far
 
 
 def _torch_dtype(tdt) -> DType:

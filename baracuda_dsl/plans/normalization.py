@@ -229,6 +229,7 @@ class _RowNormPlan(Plan):
         plan = cls(desc, pref, _sku(cls._name, desc.dtype, arch, spec.ROW_NORM_FW.name, knobs))
         plan._arch, plan._m, plan._n, plan._knobs = arch, m, n, knobs
         plan._generic = _generic_knobs(desc.dtype, cls._op)
+        plan._records = {}
         return plan
 
     def is_empty(self) -> bool:
@@ -280,20 +281,34 @@ class _RowNormPlan(Plan):
 
     def _launch_views(self, views, stream: int) -> None:
         x, y, w, b, mean, rstd = views
+        ptrs = (x.ptr, y.ptr, 0 if w is None else w.ptr, 0 if b is None else b.ptr,
+                0 if mean is None else mean.ptr, 0 if rstd is None else rstd.ptr)
+        aligned = not ((ptrs[0] | ptrs[1] | ptrs[2] | ptrs[3]) & 15)
+        key = (x.strides, y.strides, w is None, b is None, rstd is None, aligned, x.device)
+        rec = self._records.get(key)
+        if rec is None:
+            rec = self._launch_record(key, x, y, w, b, rstd, aligned)
+        kern, grid, tail = rec
+        kern.launch(grid, ptrs + tail, stream)
+
+    def _launch_record(self, key, x, y, w, b, rstd, aligned: bool):
+        """Kernel, grid and the non-pointer kernel arguments for one layout of the operands
+        (memoised per plan: the hot path only fills in the pointers)."""
         k = self._knobs
         geo = _geometry_of(self.desc, (("x", x), ("y", y)))
-        if not geo.aligned(k["vec"], [v for v in (x, y, w, b) if v is not None]):
+        if not (aligned and geo.gcd % k["vec"] == 0):
             k = self._generic
         flags = ((spec.HAS_W if w is not None else 0) | (spec.HAS_B if b is not None else 0)
                  | (spec.WRITE_STATS if rstd is not None else 0))
         kern = self._kernel(spec.ROW_NORM_FW, k, x.device)
         (xs0, xs1, xs2), (ys0, ys1, ys2) = geo.strides
-        s1, s2 = geo.sizes[1], geo.sizes[2]
         grid = ((self._m + k["rows"] - 1) // k["rows"] * k["cluster"], 1, 1)
-        kern.launch(grid, [x.ptr, y.ptr, w.ptr if w is not None else 0,
-                           b.ptr if b is not None else 0, mean.ptr if mean is not None else 0,
-                           rstd.ptr if rstd is not None else 0, self._m, self._n, s1, s2,
-                           xs0, xs1, xs2, ys0, ys1, ys2, float(self.desc.eps), flags], stream)
+        tail = (self._m, self._n, geo.sizes[1], geo.sizes[2], xs0, xs1, xs2, ys0, ys1, ys2,
+                float(self.desc.eps), flags)
+        if len(self._records) > 64:
+            self._records.clear()
+        rec = self._records[key] = (kern, grid, tail)
+        return rec
 
 
 class RMSNormPlan(_RowNormPlan):
