@@ -74,6 +74,10 @@ def _cmd_prebuild(ns) -> int:
         err.print(f"[red]error:[/] --jobs must be >= 1, got {ns.jobs}", highlight=False)
         return 2
     cache = KernelCache(ns.cache_dir)
+    if ns.prune:
+        n = cache.prune(all_templates(fams))
+        err.print(f"prebuild: pruned {n} stale cache entr{'y' if n == 1 else 'ies'}",
+                  highlight=False)
 
     if ns.list:
         table = Table(title=f"kernel SKUs (cached in {cache.root})")
@@ -212,6 +216,9 @@ def main(argv=None) -> int:
     pb.add_argument("--list", action="store_true",
                     help="only list the SKUs and how many are cached, compile nothing")
     pb.add_argument("--verbose", "-v", action="store_true", help="with --list: one row per SKU")
+    pb.add_argument("--prune", action="store_true",
+                    help="first delete cached entries of the chosen families that no current SKU "
+                         "maps to (kernel source changed, SKU left the space)")
     pi = sub.add_parser("info", help="versions, GPUs and the kernel cache")
     pi.add_argument("--cache-dir", default=None, help="cache root to describe")
     ns = p.parse_args(argv)

@@ -363,11 +363,13 @@ def host_costs():
             continue
         _plan, run, ref, extras = setup
         cx = torch.randn(*shape, device="cuda", dtype=ctdt)
-        cw, cb = torch.randn(shape[1], device="cuda", dtype=ctdt), torch.randn(
-            shape[1], device="cuda", dtype=ctdt)
+        pdt = torch.float32 if ctdt in (torch.float16, torch.bfloat16) else ctdt  # param dtype
+        cw, cb = torch.randn(shape[1], device="cuda", dtype=pdt), torch.randn(
+            shape[1], device="cuda", dtype=pdt)
+        tw, tb = cw.to(ctdt), cb.to(ctdt)  # torch wants one dtype
         cy, ex = torch.empty_like(cx), extras()
         o, m1 = H.safe(H.host_us_best, lambda: run(cx, cw, cb, cy, ex), 2000)
-        t, m2 = H.safe(H.host_us_best, lambda: ref(cx, cw, cb), 2000)
+        t, m2 = H.safe(H.host_us_best, lambda: ref(cx, tw, tb), 2000)
         out.append(dict(op=f"{kind} FW", shape="x".join(map(str, shape)), dtype=cdt,
                         ours_us=o["median"] if o else None, ours_us_min=o["min"] if o else None,
                         torch_us=t["median"] if t else None, status=m1 or m2 or "ok"))

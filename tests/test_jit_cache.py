@@ -411,3 +411,24 @@ def test_compiler_rejects_abi_mismatch():
         t = get_template("selftest_bad_abi")
         with pytest.raises(CompileError, match="ABI mismatch for param n"):
             compile_sku(t.name, t.skus()[0], ArchSku.SM89, timeout=300)
+
+
+def test_prune_removes_only_stale_entries(tmp_path, monkeypatch):
+    """prune keeps entries of current SKUs and deletes ones whose key no current SKU produces."""
+    import os
+
+    from baracuda_dsl.jit import KernelCache, get_template
+
+    monkeypatch.setattr("baracuda_dsl.jit.cache.installed_dsl_version", lambda: "9")
+    cache = KernelCache(str(tmp_path))
+    t = get_template("column_sum")
+    k = t.skus()[0]
+    meta = {"entry": "k", "params": [], "threads": 32, "smem_bytes": 0, "dsl_version": "9"}
+    cache.put(t, k, "sm80", b"\x7fELFlive", meta)
+    d = os.path.join(str(tmp_path), "dsl-9", "sm80", t.name)
+    stale = os.path.join(d, f"{t.sku_id(k)}-0123456789abcdef.bkc")
+    with open(stale, "wb") as f:
+        f.write(b"old")
+    assert cache.prune([t]) == 1
+    assert not os.path.exists(stale)
+    assert cache.get(t, k, "sm80") is not None

@@ -141,7 +141,13 @@ class KernelCache:
 
     # -- write
     def put(self, t: KernelTemplate, knobs: Knobs, arch: str, cubin: bytes, meta: Dict) -> Artifact:
-        """Store atomically; returns the stored artifact."""
+        """Store atomically; returns the stored artifact.  Refuses (ValueError) a cubin compiled
+        from another version of the template source than this process hashes (the source was
+        edited while compiling), so an entry's key always describes the code it holds."""
+        compiled_from = meta.get("source_hash")
+        if compiled_from is not None and compiled_from != t.source_hash():
+            raise ValueError(f"{t.name}: kernel source changed while compiling "
+                             f"({compiled_from} != {t.source_hash()}); compile again")
         ver = meta.get("dsl_version") or installed_dsl_version() or "unknown"
         stem = self._stem(ver, arch, t, knobs)
         os.makedirs(os.path.dirname(stem), exist_ok=True)
@@ -153,6 +159,31 @@ class KernelCache:
         return Artifact(cubin, meta)
 
     # -- inventory
+    def prune(self, templates) -> int:
+        """Delete entries of the given templates that no current SKU maps to (stale source hash
+        or a knob set that left the space); returns how many files were removed."""
+        removed = 0
+        if not os.path.isdir(self.root):
+            return 0
+        for t in templates:
+            live = {f"{t.sku_id(k)}-{t.source_hash()}.bkc" for k in t.skus()}
+            for ver in os.listdir(self.root):
+                base = os.path.join(self.root, ver)
+                if not (ver.startswith("dsl-") and os.path.isdir(base)):
+                    continue
+                for arch in os.listdir(base):
+                    d = os.path.join(base, arch, t.name)
+                    if not os.path.isdir(d):
+                        continue
+                    for f in os.listdir(d):
+                        if f.endswith(".bkc") and f not in live:
+                            try:
+                                os.remove(os.path.join(d, f))
+                                removed += 1
+                            except OSError:
+                                pass
+        return removed
+
     def count(self) -> Dict[str, int]:
         """Number of cached SKUs per arch (all DSL versions)."""
         out: Dict[str, int] = {}

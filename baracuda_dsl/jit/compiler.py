@@ -49,6 +49,7 @@ def _compile_in_worker(template_name: str, knobs: Knobs, arch: str) -> Tuple[byt
     from .template import get_template
 
     t = get_template(template_name)
+    src_hash = t.source_hash()  # of the source this worker imports (first use in the process)
     t0 = time.perf_counter()
     try:
         import cutlass.cute as cute
@@ -83,6 +84,7 @@ def _compile_in_worker(template_name: str, knobs: Knobs, arch: str) -> Tuple[byt
         "smem_bytes": geom.smem_bytes,
         "cluster": geom.cluster,
         "compile_seconds": round(time.perf_counter() - t0, 3),
+        "source_hash": src_hash,
         "dsl_version": installed_dsl_version(),
         "ptx_target": (re.search(r"\.target\s+(\S+)", ptx) or [None, None])[1],
     }

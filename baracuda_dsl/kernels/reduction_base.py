@@ -170,3 +170,15 @@ def store_batch(frag, g, v0, tpr: cutlass.Constexpr, U: cutlass.Constexpr, nvec)
         v = v0 + u * tpr
         if v < nvec:
             cute.autovec_copy(frag[None, u], g[None, v])
+
+
+def row_tensors(rr, s1, s2, layout, vec: int, *operands):
+    """Trace-time helper: for each (pointer, stride0, stride1, stride2) operand, the tensor of
+    row ``rr`` with ``layout`` (its offset asserted divisible by ``vec`` for vector accesses)."""
+    return [cute.make_tensor(p + cute.assume(row_offset(rr, s1, s2, a, b, c), divby=vec), layout)
+            for p, a, b, c in operands]
+
+
+def load_scalar(ptr, index):
+    """Trace-time helper: ``ptr[index]`` for a scalar in global memory."""
+    return cute.make_tensor(ptr + Int64(index), cute.make_layout(1))[0]

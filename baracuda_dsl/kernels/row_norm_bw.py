@@ -21,7 +21,8 @@ from cutlass import Float32, Int32, Int64, const_expr
 from ..templates.row_norm import HAS_W, SLOTS, WANT_DW, _geometry
 from .reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_publish,
                              cluster_rank, cluster_sum, compute_type, element_type, load_batch,
-                             row_allreduce_sum, row_allreduce_sum2, row_offset, store_batch)
+                             load_scalar, row_allreduce_sum, row_allreduce_sum2, row_tensors,
+                             store_batch)
 
 
 def build(knobs: dict):
@@ -83,16 +84,12 @@ def build(knobs: dict):
                 row = slot + it * nslots
                 active = row < M
                 rr = row if active else Int32(0)
-                oy = cute.assume(row_offset(rr, s1, s2, dy0, dy1, dy2), divby=vec)
-                ox = cute.assume(row_offset(rr, s1, s2, x0, x1, x2), divby=vec)
-                od = cute.assume(row_offset(rr, s1, s2, dx0, dx1, dx2), divby=vec)
-                gdy = cute.make_tensor(pdy + oy, lay)
-                gx = cute.make_tensor(px + ox, lay)
-                gdx = cute.make_tensor(pdx + od, lay)
-                rstd = cute.make_tensor(prstd + Int64(rr), cute.make_layout(1))[0]
+                gdy, gx, gdx = row_tensors(rr, s1, s2, lay, vec, (pdy, dy0, dy1, dy2),
+                                           (px, x0, x1, x2), (pdx, dx0, dx1, dx2))
+                rstd = load_scalar(prstd, rr)
                 mean = CT(0.0)
                 if const_expr(is_ln):
-                    mean = cute.make_tensor(pmean + Int64(rr), cute.make_layout(1))[0]
+                    mean = load_scalar(pmean, rr)
                 for c in cutlass.range_constexpr(chunks):
                     v = vb + c * tpr + lane
                     if active and v * vec < N:
@@ -176,16 +173,12 @@ def build(knobs: dict):
                 row = slot + it * nslots
                 active = row < M
                 rr = row if active else Int32(0)
-                oy = cute.assume(row_offset(rr, s1, s2, dy0, dy1, dy2), divby=vec)
-                ox = cute.assume(row_offset(rr, s1, s2, x0, x1, x2), divby=vec)
-                od = cute.assume(row_offset(rr, s1, s2, dx0, dx1, dx2), divby=vec)
-                gdy = cute.make_tensor(pdy + oy, lay)
-                gx = cute.make_tensor(px + ox, lay)
-                gdx = cute.make_tensor(pdx + od, lay)
-                rstd = cute.make_tensor(prstd + Int64(rr), cute.make_layout(1))[0]
+                gdy, gx, gdx = row_tensors(rr, s1, s2, lay, vec, (pdy, dy0, dy1, dy2),
+                                           (px, x0, x1, x2), (pdx, dx0, dx1, dx2))
+                rstd = load_scalar(prstd, rr)
                 mean = CT(0.0)
                 if const_expr(is_ln):
-                    mean = cute.make_tensor(pmean + Int64(rr), cute.make_layout(1))[0]
+                    mean = load_scalar(pmean, rr)
                 s_gx = CT(0.0)
                 s_g = CT(0.0)
                 if active:
