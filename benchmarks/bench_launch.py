@@ -9,7 +9,7 @@ through every way this project could launch it, plus torch references, in one ru
 (a3) ``plan.run(args)`` with pre-built Args (validation + views + launch)
 (a4) ``plan.run(RMSNormArgs(x, y))`` building the Args from torch tensors every call
 (b1) the DSL's AOT export (``export_to_c`` shim + libcuda_dialect_runtime, built by
-     benchmarks/aot/build_aot.py) called through ctypes with 19 typed arguments
+     benchmarks/aot/build_aot.py) called through ctypes with 22 typed arguments
 (b2) the same shim's packed entry (``void**`` filled once) called through ctypes with one argument
 (b3) the same shim called in a C loop (no Python): the floor of design (b)
 torch.add on 1024 floats and torch rms_norm on 1×256 as references.
@@ -37,8 +37,16 @@ N_CALLS = 2000
 
 
 def _values(x, y):
-    """The row_norm_fw ABI values for a dense (1, 256) problem without weight or stats."""
-    return [x.data_ptr(), y.data_ptr(), 0, 0, 0, 0, M, N, 1, 1, N, N, N, N, N, N, EPS, 0]
+    """The row_norm_fw ABI values for a dense (1, 256) problem without weight or stats (checked
+    against the template's declared ABI: a raw void** with too few slots would crash the driver)."""
+    from baracuda_dsl.templates import row_norm as spec
+
+    vals = [x.data_ptr(), y.data_ptr(), 0, 0, 0, 0, M, N, 1, 1, N, N, N, N, N, N, EPS, 0,
+            1, 0, 1]  # hw, cpg, G: row affine
+    if len(vals) != len(spec.ROW_NORM_FW.params):
+        raise RuntimeError(f"bench_launch: {len(vals)} values for a {len(spec.ROW_NORM_FW.params)}"
+                           f"-parameter kernel ABI; update _values")
+    return vals
 
 
 class _Checker:
@@ -73,7 +81,7 @@ def _aot(lib_path: str, x, y):
     if err:
         raise RuntimeError(f"bench_aot_load: CUDA error {err}")
     vp, i32, i64, f64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64, ctypes.c_double
-    lib.bench_aot_launch.argtypes = [vp] * 6 + [i32] * 4 + [i64] * 6 + [f64, i32, vp]
+    lib.bench_aot_launch.argtypes = [vp] * 6 + [i32] * 4 + [i64] * 6 + [f64] + [i32] * 4 + [vp]
     lib.bench_aot_launch.restype = ctypes.c_int
     lib.bench_aot_launch_packed.argtypes = [vp]
     lib.bench_aot_launch_packed.restype = None
@@ -88,7 +96,8 @@ def _aot(lib_path: str, x, y):
 
     # packed: one slot per value + stream + status, pointer array filled once
     cvals = [vp(v) for v in vals[:6]] + [i32(v) for v in vals[6:10]] + \
-            [i64(v) for v in vals[10:16]] + [f64(vals[16]), i32(vals[17]), vp(None), i32(0)]
+            [i64(v) for v in vals[10:16]] + [f64(vals[16])] + [i32(v) for v in vals[17:21]] + \
+            [vp(None), i32(0)]
     arr = (vp * len(cvals))(*[ctypes.addressof(c) for c in cvals])
     status = cvals[-1]
     g = lib.bench_aot_launch_packed
@@ -235,7 +244,7 @@ def run(aot_lib: str = DEFAULT_AOT, log=print) -> dict:
         aot_meta = None
     else:
         fns, aot_meta = aot
-        measure("b1", "DSL AOT shim via ctypes, 19 typed args (export_to_c wrapper)", fns["b1"],
+        measure("b1", "DSL AOT shim via ctypes, 22 typed args (export_to_c wrapper)", fns["b1"],
                 fns["b1_checked"])
         measure("b2", "DSL AOT shim via ctypes, pre-packed void** (1 arg)", fns["b2"],
                 fns["b2_checked"])

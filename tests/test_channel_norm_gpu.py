@@ -249,6 +249,39 @@ def test_group_norm_forward(dt, shape, groups, affine):
     assert relerr(rstd, torch.rsqrt(xg.var(2, unbiased=False) + 1e-5)) < stat_tol
 
 
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape,groups", [((2, 8, 9, 9), 4), ((2, 64, 64, 64), 2),
+                                          ((3, 6, 16, 16), 3)])
+def test_group_norm_forward_f32_params_and_long_rows(dt, shape, groups):
+    """Half inputs with f32 weight/bias (param_dtype), odd and long rows ((C/G)·S = 131072 takes
+    the cluster SKU on sm90a), and an unaligned input view (generic SKU)."""
+    torch = _torch()
+    F = torch.nn.functional
+    cn = _cn()
+    n, c = shape[:2]
+    w = _rand((c,), "float32", 31)
+    b = _rand((c,), "float32", 32)
+    plan = cn.GroupNormPlan.select(cn.GroupNormDescriptor(shape, groups, dt, 1e-5, True, True,
+                                                          param_dtype="float32"))
+    numel = 1
+    for d in shape:
+        numel *= d
+    for offset in (0, 1):  # offset 1: x and y start off a 16-byte boundary
+        xb = _rand((numel + offset,), dt, 30)
+        x = xb[offset:].view(shape)
+        yb = _nan((numel + offset,), dt)
+        y = yb[offset:].view(shape)
+        mean, rstd = _nan((n, groups), "float32"), _nan((n, groups), "float32")
+        plan.run(cn.GroupNormArgs(x, y, w, b, mean, rstd), workspace=_ws(plan))
+        torch.cuda.synchronize()
+        xd = x.double()
+        yr = F.group_norm(xd, groups, w.double(), b.double(), 1e-5)
+        assert relerr(y, yr) < TOL[dt]
+        xg = xd.reshape(n, groups, -1)
+        assert relerr(rstd, torch.rsqrt(xg.var(2, unbiased=False) + 1e-5)) < 1e-5
+        assert relerr(mean, xg.mean(2)) < 1e-5
+
+
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("shape", [(1, 3, 7), (4, 8, 5, 5), (2, 16, 4097)])
 def test_instance_norm_forward(dt, shape):

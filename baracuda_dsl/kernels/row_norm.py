@@ -20,15 +20,17 @@ from cutlass import Float32, Float64, Int32, Int64, const_expr
 from ..templates.row_norm import HAS_B, HAS_W, WRITE_STATS
 from .reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_publish,
                              cluster_rank, cluster_sum, compute_type, element_type, load_batch,
-                             row_allreduce_sum, row_offset, store_batch)
+                             load_scalar, row_allreduce_sum, row_offset, store_batch)
 
 
 def build(knobs: dict):
     dt, op = knobs["dtype"], knobs["op"]
     vec, tpr, rows, chunks = knobs["vec"], knobs["tpr"], knobs["rows"], knobs["chunks"]
     C = knobs.get("cluster", 1)  # CTAs sharing one row (thread-block cluster, sm90a)
+    chan = knobs.get("affine", "row") == "chan"  # GroupNorm rows: one weight per channel slice
     T = element_type(dt)
     CT = compute_type(dt)
+    PT = element_type(knobs.get("pdt", dt))  # weight / bias element type
     is_ln = op == "ln"
     threads = tpr * rows
     from ..templates.row_norm import _geometry
@@ -42,7 +44,7 @@ def build(knobs: dict):
     def kernel(px: cute.Pointer, py: cute.Pointer, pw: cute.Pointer, pb: cute.Pointer,
                pmean: cute.Pointer, prstd: cute.Pointer, M: Int32, N: Int32, s1: Int32, s2: Int32,
                x0: Int64, x1: Int64, x2: Int64, y0: Int64, y1: Int64, y2: Int64,
-               eps: Float64, flags: Int32):
+               eps: Float64, flags: Int32, hw: Int32, cpg: Int32, G: Int32):
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
         lane = tidx % tpr
@@ -58,6 +60,9 @@ def build(knobs: dict):
         offy = cute.assume(row_offset(rr, s1, s2, y0, y1, y2), divby=vec)
         has_w = (flags & HAS_W) != 0
         has_b = (flags & HAS_B) != 0
+        # channel-affine rows (GroupNorm: row = (n, g), hw elements per channel, cpg channels per
+        # group): element j of the row uses weight[(row % G)·cpg + j // hw]
+        gbase = (rr % G) * cpg if const_expr(chan) else Int32(0)
         n_ct = CT(N)
         if const_expr(chunks > 0):
             nv = chunks * tpr * C
@@ -133,15 +138,26 @@ def build(knobs: dict):
                 if valid and v * vec < N:
                     for e in cutlass.range_constexpr(vec):
                         xf[e, c] = (xf[e, c] - mean) * rstd
-                    if has_w:
-                        cute.autovec_copy(gw[None, v], rv[None, c])
-                        for e in cutlass.range_constexpr(vec):
-                            xf[e, c] = xf[e, c] * CT(rv[e, c])
-                    if const_expr(is_ln):
+                    if const_expr(chan):
+                        ch = gbase + (v * vec) // hw  # a vector never straddles two channels
+                        wv = CT(1.0)
+                        bv = CT(0.0)
+                        if has_w:
+                            wv = CT(load_scalar(pw, ch))
                         if has_b:
-                            cute.autovec_copy(gb[None, v], rv[None, c])
+                            bv = CT(load_scalar(pb, ch))
+                        for e in cutlass.range_constexpr(vec):
+                            xf[e, c] = xf[e, c] * wv + bv
+                    else:
+                        if has_w:
+                            cute.autovec_copy(gw[None, v], rv[None, c])
                             for e in cutlass.range_constexpr(vec):
-                                xf[e, c] = xf[e, c] + CT(rv[e, c])
+                                xf[e, c] = xf[e, c] * CT(rv[e, c])
+                        if const_expr(is_ln):
+                            if has_b:
+                                cute.autovec_copy(gb[None, v], rv[None, c])
+                                for e in cutlass.range_constexpr(vec):
+                                    xf[e, c] = xf[e, c] + CT(rv[e, c])
                     for e in cutlass.range_constexpr(vec):
                         rx[e, c] = T(xf[e, c])
                     cute.autovec_copy(rx[None, c], gy[None, v])
@@ -198,17 +214,31 @@ def build(knobs: dict):
                     for u in cutlass.range_constexpr(U):
                         for e in cutlass.range_constexpr(vec):
                             yv[e, u] = (CT(rx[e, u]) - mean) * rstd
-                    if has_w:
-                        load_batch(gw, rv, v0, tpr, U, nvec)
+                    if const_expr(chan):
                         for u in cutlass.range_constexpr(U):
-                            for e in cutlass.range_constexpr(vec):
-                                yv[e, u] = yv[e, u] * CT(rv[e, u])
-                    if const_expr(is_ln):
-                        if has_b:
-                            load_batch(gb, rv, v0, tpr, U, nvec)
+                            v = v0 + u * tpr
+                            if v < nvec:
+                                ch = gbase + (v * vec) // hw
+                                wv = CT(1.0)
+                                bv = CT(0.0)
+                                if has_w:
+                                    wv = CT(load_scalar(pw, ch))
+                                if has_b:
+                                    bv = CT(load_scalar(pb, ch))
+                                for e in cutlass.range_constexpr(vec):
+                                    yv[e, u] = yv[e, u] * wv + bv
+                    else:
+                        if has_w:
+                            load_batch(gw, rv, v0, tpr, U, nvec)
                             for u in cutlass.range_constexpr(U):
                                 for e in cutlass.range_constexpr(vec):
-                                    yv[e, u] = yv[e, u] + CT(rv[e, u])
+                                    yv[e, u] = yv[e, u] * CT(rv[e, u])
+                        if const_expr(is_ln):
+                            if has_b:
+                                load_batch(gb, rv, v0, tpr, U, nvec)
+                                for u in cutlass.range_constexpr(U):
+                                    for e in cutlass.range_constexpr(vec):
+                                        yv[e, u] = yv[e, u] + CT(rv[e, u])
                     for u in cutlass.range_constexpr(U):
                         for e in cutlass.range_constexpr(vec):
                             rx[e, u] = T(yv[e, u])
@@ -218,23 +248,25 @@ def build(knobs: dict):
     def launch(px: cute.Pointer, py: cute.Pointer, pw: cute.Pointer, pb: cute.Pointer,
                pmean: cute.Pointer, prstd: cute.Pointer, M: Int32, N: Int32, s1: Int32, s2: Int32,
                x0: Int64, x1: Int64, x2: Int64, y0: Int64, y1: Int64, y2: Int64,
-               eps: Float64, flags: Int32, stream):
+               eps: Float64, flags: Int32, hw: Int32, cpg: Int32, G: Int32, stream):
         kernel(px, py, pw, pb, pmean, prstd, M, N, s1, s2, x0, x1, x2, y0, y1, y2, eps,
-               flags).launch(grid=[(M + rows - 1) // rows * C, 1, 1], block=[threads, 1, 1],
+               flags, hw, cpg, G).launch(grid=[(M + rows - 1) // rows * C, 1, 1], block=[threads, 1, 1],
                              cluster=[C, 1, 1] if const_expr(C > 1) else None,
                              smem=smem, stream=stream)
 
-    return launch, example_args(T, CT, vec) + [cute.runtime.make_fake_stream()]
+    return launch, example_args(T, CT, PT, vec, chan) + [cute.runtime.make_fake_stream()]
 
 
-def example_args(T, CT, vec):
+def example_args(T, CT, PT, vec, chan):
     """Representative arguments for ``cute.compile``: pointers carry the alignment the kernel may
-    assume (16 bytes on the vector path, the element size otherwise)."""
+    assume (16 bytes on the vector path, the element size otherwise; per-channel weights are read
+    one scalar at a time)."""
     from cutlass.cute.runtime import make_ptr
 
     align = T.width // 8 * vec
+    palign = PT.width // 8 if chan else PT.width // 8 * vec
     mk = lambda t, a: make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=a)  # noqa: E731
-    ptrs = [mk(T, align), mk(T, align), mk(T, align), mk(T, align),
+    ptrs = [mk(T, align), mk(T, align), mk(PT, palign), mk(PT, palign),
             mk(CT, CT.width // 8), mk(CT, CT.width // 8)]
-    return ptrs + [Int32(1), Int32(1), Int32(1), Int32(1)] + [Int64(vec)] * 6 + [Float64(1e-5),
-                                                                                 Int32(0)]
+    return ptrs + [Int32(1), Int32(1), Int32(1), Int32(1)] + [Int64(vec)] * 6 + [
+        Float64(1e-5), Int32(0), Int32(1), Int32(0), Int32(1)]

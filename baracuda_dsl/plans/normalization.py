@@ -304,7 +304,7 @@ class _RowNormPlan(Plan):
         (xs0, xs1, xs2), (ys0, ys1, ys2) = geo.strides
         grid = ((self._m + k["rows"] - 1) // k["rows"] * k["cluster"], 1, 1)
         tail = (self._m, self._n, geo.sizes[1], geo.sizes[2], xs0, xs1, xs2, ys0, ys1, ys2,
-                float(self.desc.eps), flags)
+                float(self.desc.eps), flags, 1, 0, 1)  # hw, cpg, G: row affine
         if len(self._records) > 64:
             self._records.clear()
         rec = self._records[key] = (kern, grid, tail)

@@ -8,6 +8,9 @@ strided groups of outer dims address the rows.  Knobs:
 ``op``      ``rms`` or ``ln``
 ``vec``     elements per global access (16 bytes, or 1 for the generic misaligned path)
 ``tpr``     threads per row; ``rows`` rows per CTA (block = tpr × rows threads)
+``cluster`` CTAs of a thread-block cluster sharing one row (sm90a only; 1 otherwise)
+``affine``  (forward LayerNorm only) ``chan``: one weight/bias per channel slice of the row,
+            for GroupNorm / InstanceNorm rows; ``pdt`` is then the weight dtype
 ``chunks``  vectors each thread keeps in registers (the row-length bucket: the SKU serves
             ``N <= tpr·chunks·vec``); 0 = loop mode for any ``N`` (the row is re-read from
             global memory/L2 instead of kept in registers).  Forward buckets go up to 32768
@@ -102,6 +105,15 @@ def _space(backward: bool):
             yield dict(dtype=dt, op=op, cluster=1, **loop_config(dt, False))
 
 
+def _chan_space():
+    """Forward LayerNorm SKUs with per-channel affine (GroupNorm / InstanceNorm rows): weights
+    in the input dtype or, for half inputs, f32 (``pdt``)."""
+    for k in _space(False):
+        if k["op"] == "ln":
+            for pdt in ((k["dtype"], "f32") if k["dtype"] in ("f16", "bf16") else (k["dtype"],)):
+                yield dict(k, affine="chan", pdt=pdt)
+
+
 def _arch_ok(k: dict, arch: str) -> bool:
     """Cluster SKUs exist for sm90a only."""
     return k.get("cluster", 1) == 1 or arch == "sm90a"
@@ -125,8 +137,9 @@ ROW_NORM_FW = register(KernelTemplate(
     family="normalization",
     module="baracuda_dsl.kernels.row_norm",
     params=params("x:ptr y:ptr w:ptr b:ptr mean:ptr rstd:ptr M:i32 N:i32 s1:i32 s2:i32 "
-                  "x0:i64 x1:i64 x2:i64 y0:i64 y1:i64 y2:i64 eps:f64 flags:i32"),
-    space=lambda: _space(False),
+                  "x0:i64 x1:i64 x2:i64 y0:i64 y1:i64 y2:i64 eps:f64 flags:i32 hw:i32 cpg:i32 "
+                  "G:i32"),
+    space=lambda: tuple(_space(False)) + tuple(_chan_space()),
     geometry=_geometry,
     arch_ok=_arch_ok,
     sources=("baracuda_dsl.kernels.reduction_base",),

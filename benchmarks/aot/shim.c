@@ -36,20 +36,22 @@ int bench_aot_load(void) {
 }
 
 /* One launch through the generated C wrapper: typed arguments, exactly the kernel's host ABI
- * (x y w b mean rstd M N s1 s2 x0 x1 x2 y0 y1 y2 eps flags stream).  Returns the launch status. */
+ * (x y w b mean rstd M N s1 s2 x0 x1 x2 y0 y1 y2 eps flags hw cpg G stream).  Returns the launch
+ * status. */
 int bench_aot_launch(void *px, void *py, void *pw, void *pb, void *pmean, void *prstd,
                      int32_t M, int32_t N, int32_t s1, int32_t s2, int64_t x0, int64_t x1,
                      int64_t x2, int64_t y0, int64_t y1, int64_t y2, double eps, int32_t flags,
-                     void *stream) {
+                     int32_t hw, int32_t cpg, int32_t G, void *stream) {
     return cute_dsl_bench_aot_wrapper(&g_module, px, py, pw, pb, pmean, prstd, M, N, s1, s2, x0,
-                                      x1, x2, y0, y1, y2, eps, flags, (cudaStream_t)stream);
+                                      x1, x2, y0, y1, y2, eps, flags, hw, cpg, G,
+                                      (cudaStream_t)stream);
 }
 
-/* One launch from a caller-packed array: args[0..18] point at the 19 values above (in order) and
- * args[19] at an int32 that receives the status.  The cheapest call from Python (two ctypes
+/* One launch from a caller-packed array: args[0..21] point at the 22 values above (in order) and
+ * args[22] at an int32 that receives the status.  The cheapest call from Python (two ctypes
  * arguments, the array is filled once). */
 void bench_aot_launch_packed(void **args) {
-    BENCH_AOT_CIFACE(args, 20);
+    BENCH_AOT_CIFACE(args, 23);
 }
 
 /* n launches in a C loop: host nanoseconds per launch of the DSL shim itself, with no Python in
@@ -59,7 +61,7 @@ double bench_aot_loop_ns(int n, void *px, void *py, int32_t M, int32_t N, void *
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 0; i < n; ++i) {
         int r = cute_dsl_bench_aot_wrapper(&g_module, px, py, 0, 0, 0, 0, M, N, 1, 1, N, N, N,
-                                           N, N, N, 1e-6, 0, (cudaStream_t)stream);
+                                           N, N, N, 1e-6, 0, 1, 0, 1, (cudaStream_t)stream);
         if (r != 0) return -(double)r;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
