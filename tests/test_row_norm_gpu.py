@@ -227,3 +227,30 @@ def test_errors_before_launch():
                                   torch.empty(64, device="cuda"))
     with pytest.raises(bd.WorkspaceTooSmallError):
         bw.run(args, workspace=None)
+
+
+def test_user_streams_and_events():
+    """A plan runs on a torch side stream and on a cuda.core stream (handle interop), ordered by
+    the stream, and our events time it."""
+    torch = _torch()
+    import baracuda_dsl as bd
+    from baracuda_dsl import runtime
+
+    x = _rand((512, 4096), "float32", 40)
+    y = torch.full_like(x, float("nan"))
+    plan = bd.RMSNormPlan.select(bd.RMSNormDescriptor((512, 4096), 1, "f32", 1e-6, False))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        start = runtime.record(side, timing=True)
+        plan.run(bd.RMSNormArgs(x, y), stream=side)
+        stop = runtime.record(side, timing=True)
+    assert runtime.elapsed_ms(start, stop) > 0
+    side.synchronize()
+    yr, _, _ = _ref_norm("rms", x, 1, None, None, 1e-6)
+    assert relerr(y, yr) < TOL["float32"]
+    core_stream = runtime.new_stream()
+    y2 = torch.full_like(x, float("nan"))
+    plan.run(bd.RMSNormArgs(x, y2), stream=core_stream)
+    core_stream.sync()
+    assert torch.equal(y, y2)

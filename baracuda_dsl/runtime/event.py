@@ -1,0 +1,25 @@
+"""CUDA events through ``cuda.core``: record on any stream the package accepts (None = legacy
+default, an int handle, a cuda.core / torch / cupy stream) and time between two events.
+
+    start = record(stream, timing=True); plan.run(args, stream=stream); stop = record(stream, True)
+    stop.sync(); print(elapsed_ms(start, stop))
+"""
+
+from __future__ import annotations
+
+from .memory import _as_core_stream
+from .device import current_device_ordinal
+
+
+def record(stream=None, timing: bool = False):
+    """A ``cuda.core.Event`` recorded on ``stream`` (with timing enabled when asked)."""
+    from cuda.core import EventOptions
+
+    s = _as_core_stream(stream, current_device_ordinal())
+    return s.record(options=EventOptions(enable_timing=bool(timing)))
+
+
+def elapsed_ms(start, stop) -> float:
+    """Milliseconds between two timing-enabled events (waits for ``stop``)."""
+    stop.sync()
+    return float(stop - start)
