@@ -93,7 +93,7 @@ def copy_bandwidth(nbytes: int = 2**30, reps: int = 10) -> dict:
     torch = _torch()
     src = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    t = bench(lambda: dst.copy_(src), [()], reps=reps, warm=2, batch=2)
+    t = bench(lambda: dst.copy_(src), [()], reps=reps, warm=6, batch=2)
     if not torch.equal(src[:: 2**20], dst[:: 2**20]):
         raise RuntimeError("copy_bandwidth: the copy did not copy")
     del src, dst

@@ -16,7 +16,7 @@ def record(stream=None, timing: bool = False):
     from cuda.core import EventOptions
 
     s = _as_core_stream(stream, current_device_ordinal())
-    return s.record(options=EventOptions(enable_timing=bool(timing)))
+    return s.record(options=EventOptions(timing_enabled=bool(timing)))
 
 
 def elapsed_ms(start, stop) -> float:
