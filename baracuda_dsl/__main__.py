@@ -193,8 +193,13 @@ def _cmd_info(ns) -> int:
     parts = [f"{a}: {counts.get(a, 0)} (of {known[a]} SKUs)" for a in known]
     parts += [f"{a}: {c}" for a, c in sorted(counts.items()) if a not in known]
     line("cached entries", ", ".join(parts))
-    line("JIT on cache miss", "enabled (BARACUDA_DSL_JIT)" if jit_enabled()
-         else "disabled (BARACUDA_DSL_JIT=0): a miss raises KernelNotCachedError")
+    if not jit_enabled():
+        jit = "disabled (BARACUDA_DSL_JIT=0): a miss raises KernelNotCachedError"
+    elif installed_dsl_version() is None:
+        jit = "impossible here (no CuTe DSL): a miss raises KernelNotCachedError"
+    else:
+        jit = "enabled (BARACUDA_DSL_JIT)"
+    line("JIT on cache miss", jit)
     return 0
 
 
