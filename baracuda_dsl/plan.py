@@ -13,7 +13,6 @@ Every check raises a typed error from :mod:`baracuda_dsl.errors` before anything
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Iterable, Optional, Sequence, Tuple
 
@@ -21,7 +20,7 @@ from .dtypes import DType, dtype as as_dtype
 from .errors import (BufferTooSmallError, DeviceMismatchError, InvalidProblemError,
                      MisalignedOperandError, UnsupportedError, WorkspaceTooSmallError)
 from .runtime.stream import stream_handle
-from .tensor import TensorView, as_view, check_shape
+from .tensor import TensorView, as_view
 from .vocabulary import ArchSku, KernelSku, PlanPreference, Workspace
 
 

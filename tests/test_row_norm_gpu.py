@@ -249,8 +249,9 @@ def test_user_streams_and_events():
     side.synchronize()
     yr, _, _ = _ref_norm("rms", x, 1, None, None, 1e-6)
     assert relerr(y, yr) < TOL["float32"]
-    core_stream = runtime.new_stream()
+    core_stream = runtime.new_stream()  # non-blocking: not ordered after torch's stream
     y2 = torch.full_like(x, float("nan"))
+    torch.cuda.synchronize()  # the fill above must finish before the kernel on core_stream
     plan.run(bd.RMSNormArgs(x, y2), stream=core_stream)
     core_stream.sync()
     assert torch.equal(y, y2)

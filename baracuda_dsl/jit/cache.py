@@ -43,7 +43,7 @@ def default_cache_dir() -> str:
 def installed_dsl_version() -> Optional[str]:
     """Version of the installed ``nvidia-cutlass-dsl`` distribution, or None (deployed host)."""
     try:
-        from importlib.metadata import PackageNotFoundError, version
+        from importlib.metadata import version
 
         return version("nvidia-cutlass-dsl")
     except Exception:

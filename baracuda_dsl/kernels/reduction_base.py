@@ -29,13 +29,6 @@ def element_type(dtype_short: str):
             "f64": cutlass.Float64}[dtype_short]
 
 
-def reduction_smem_bytes(tpr: int, rows: int, slots: int, ct_bytes: int = 8) -> int:
-    """Bytes of the cross-warp reduction buffer (0 when a row fits in one warp)."""
-    if tpr <= WARP:
-        return 0
-    return rows * (tpr // WARP) * slots * ct_bytes + 64
-
-
 def alloc_reduction_buffer(ct, tpr: int, rows: int, slots: int):
     """Shared buffer (rows, warps_per_row, slots) of the compute type, or None for tpr <= 32."""
     if const_expr(tpr <= WARP):
@@ -62,10 +55,6 @@ def cluster_rank(C: int):
     if const_expr(C == 1):
         return Int32(0)
     return Int32(cute.arch.block_idx_in_cluster())
-
-
-def cluster_smem_bytes(rows: int, slots: int, C: int, ct_bytes: int = 8) -> int:
-    return 0 if C == 1 else rows * slots * C * ct_bytes + 64
 
 
 @cute.jit

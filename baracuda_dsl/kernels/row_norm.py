@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Float32, Float64, Int32, Int64, const_expr
+from cutlass import Float64, Int32, Int64, const_expr
 
 from ..templates.row_norm import HAS_B, HAS_W, WRITE_STATS
 from .reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_publish,

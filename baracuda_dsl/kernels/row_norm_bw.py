@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Float32, Int32, Int64, const_expr
+from cutlass import Int32, Int64, const_expr
 
 from ..templates.row_norm import HAS_W, SLOTS, WANT_DW, _geometry
 from .reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_publish,

@@ -49,8 +49,6 @@ def build(knobs: dict):
         st = [I(ss[8 - R + d]) for d in range(R)]
         nn = I(n)
         base = I(bidx) * I(THREADS * ILP) + I(tidx)
-        src = cute.make_tensor(psrc, cute.make_layout(1))
-        dst = cute.make_tensor(pdst, cute.make_layout(1))
         frag = cute.make_rmem_tensor(cute.make_layout(ILP), W)
         for j in cutlass.range_constexpr(ILP):
             i = base + I(j * THREADS)

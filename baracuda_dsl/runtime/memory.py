@@ -25,8 +25,6 @@ def allocate(nbytes: int, stream=None, ordinal: int | None = None):
     """A device ``cuda.core.Buffer`` of at least ``nbytes`` (>= 1) bytes, ordered on ``stream``."""
     ordinal = current_device_ordinal() if ordinal is None else ordinal
     mr = memory_resource(ordinal)
-    from .stream import stream_handle
-
     s = _as_core_stream(stream, ordinal)
     return mr.allocate(max(int(nbytes), 1), stream=s)
 
