@@ -23,6 +23,19 @@ from .reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, clust
                              load_scalar, row_allreduce_sum, row_offset, store_batch)
 
 
+@cute.jit
+def channel_affine(pw, pb, ch, has_w, has_b, one):
+    """(weight[ch], bias[ch]) in the type of ``one`` (1 and 0 where absent): the per-channel
+    affine of GroupNorm rows."""
+    wv = one
+    bv = one - one
+    if has_w:
+        wv = type(one)(load_scalar(pw, ch))
+    if has_b:
+        bv = type(one)(load_scalar(pb, ch))
+    return wv, bv
+
+
 def build(knobs: dict):
     dt, op = knobs["dtype"], knobs["op"]
     vec, tpr, rows, chunks = knobs["vec"], knobs["tpr"], knobs["rows"], knobs["chunks"]
@@ -139,13 +152,9 @@ def build(knobs: dict):
                     for e in cutlass.range_constexpr(vec):
                         xf[e, c] = (xf[e, c] - mean) * rstd
                     if const_expr(chan):
-                        ch = gbase + (v * vec) // hw  # a vector never straddles two channels
-                        wv = CT(1.0)
-                        bv = CT(0.0)
-                        if has_w:
-                            wv = CT(load_scalar(pw, ch))
-                        if has_b:
-                            bv = CT(load_scalar(pb, ch))
+                        # a vector never straddles two channels
+                        wv, bv = channel_affine(pw, pb, gbase + (v * vec) // hw, has_w, has_b,
+                                                CT(1.0))
                         for e in cutlass.range_constexpr(vec):
                             xf[e, c] = xf[e, c] * wv + bv
                     else:
@@ -218,13 +227,8 @@ def build(knobs: dict):
                         for u in cutlass.range_constexpr(U):
                             v = v0 + u * tpr
                             if v < nvec:
-                                ch = gbase + (v * vec) // hw
-                                wv = CT(1.0)
-                                bv = CT(0.0)
-                                if has_w:
-                                    wv = CT(load_scalar(pw, ch))
-                                if has_b:
-                                    bv = CT(load_scalar(pb, ch))
+                                wv, bv = channel_affine(pw, pb, gbase + (v * vec) // hw,
+                                                        has_w, has_b, CT(1.0))
                                 for e in cutlass.range_constexpr(vec):
                                     yv[e, u] = yv[e, u] * wv + bv
                     else:
