@@ -78,6 +78,19 @@ class Plan:
     def _launch(self, args, stream: int, ws: Workspace) -> None:
         raise NotImplementedError
 
+    def _kernel(self, template, knobs: dict, ordinal: int):
+        """The loaded kernel for (template, knobs) on device ``ordinal`` for ``self._arch``,
+        memoised on the plan so the hot path skips knob freezing and the global table.  ``knobs``
+        must be a dict the plan keeps (an attribute): the memo is keyed by its identity."""
+        memo = self.__dict__.setdefault("_kernels", {})
+        key = (template.name, id(knobs), ordinal)
+        lk = memo.get(key)
+        if lk is None:
+            from .jit import freeze_knobs, kernel as jit_kernel
+
+            lk = memo[key] = jit_kernel(template, freeze_knobs(knobs), ordinal, self._arch)
+        return lk
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.desc}, sku={self._sku})"
 

@@ -27,7 +27,7 @@ from typing import Optional, Tuple
 from ..dtypes import FP4, DType, float32, float64
 from ..dtypes import dtype as as_dtype
 from ..errors import DeviceMismatchError, InvalidProblemError, UnsupportedError
-from ..jit import freeze_knobs, kernel as jit_kernel
+from ..jit import freeze_knobs
 from ..plan import (Plan, check_dtype, check_finite, check_writable_no_overlap, plan_arch, prod,
                     resolve_pref, view_arg)
 from ..tensor import TensorView, check_shape
@@ -198,14 +198,6 @@ class _ChannelNormBase(Plan):
 
     def is_empty(self) -> bool:
         return self._n * self._c * self._s == 0
-
-    def _kernel(self, template, knobs: dict, ordinal: int):
-        memo = self.__dict__.setdefault("_kernels", {})
-        key = (template.name, id(knobs), ordinal)
-        lk = memo.get(key)
-        if lk is None:
-            lk = memo[key] = jit_kernel(template, freeze_knobs(knobs), ordinal, self._arch)
-        return lk
 
     def _vector_ok(self, views) -> bool:
         vec = spec.max_vec(self.desc.dtype.short)

@@ -22,7 +22,7 @@ from typing import Optional, Tuple
 
 from ..dtypes import FP4, DType, float32, float64
 from ..errors import InvalidProblemError, UnsupportedError
-from ..jit import freeze_knobs, kernel as jit_kernel
+from ..jit import freeze_knobs
 from ..plan import (Plan, check_dtype, check_finite, check_writable_no_overlap, collapse_dims,
                     plan_arch, prod, resolve_pref, view_arg)
 from ..runtime.device import current_device_ordinal
@@ -511,21 +511,6 @@ class _RowNormBackwardPlan(Plan):
             csum.launch(grid, [dwp, dw.ptr, slots, self._n, self._n], stream)
         if db is not None:
             csum.launch(grid, [dbp, db.ptr, slots, self._n, self._n], stream)
-
-
-def _plan_kernel(self, template, knobs: dict, ordinal: int):
-    """The loaded kernel for (template, knobs) on ``ordinal``, memoised on the plan instance so the
-    hot path skips knob freezing and the global table."""
-    memo = self.__dict__.setdefault("_kernels", {})
-    key = (id(knobs), ordinal)  # knob dicts are attributes of the plan: ids are stable
-    lk = memo.get(key)
-    if lk is None:
-        lk = memo[key] = jit_kernel(template, freeze_knobs(knobs), ordinal, self._arch)
-    return lk
-
-
-_RowNormPlan._kernel = _plan_kernel
-_RowNormBackwardPlan._kernel = _plan_kernel
 
 
 def _sm_count_or_default(pref) -> int:
