@@ -203,6 +203,42 @@ def _cmd_info(ns) -> int:
     return 0
 
 
+def _cmd_archive(ns) -> int:
+    """``pack``: the cache (all arches, or ``--arch``) into one xz tarball, to ship prebuilt
+    kernels to a deployed host; ``unpack``: extract such a tarball into the cache root.  Entries
+    carry their own sha256, so a damaged entry is rejected (and rebuilt) when first used."""
+    import tarfile
+
+    from .jit.cache import default_cache_dir
+
+    root = os.path.abspath(ns.cache_dir or default_cache_dir())
+    if ns.cmd == "pack":
+        arches = None if ns.arch is None else {a.strip() for a in ns.arch.split(",")}
+        n = 0
+        with tarfile.open(ns.archive, "w:xz", preset=6) as tar:
+            for dirpath, _, files in sorted(os.walk(root)):
+                rel = os.path.relpath(dirpath, root)
+                parts = rel.split(os.sep)
+                if arches is not None and (len(parts) < 2 or parts[1] not in arches):
+                    continue
+                for f in sorted(files):
+                    if f.endswith(".bkc"):
+                        tar.add(os.path.join(dirpath, f), arcname=os.path.join(rel, f))
+                        n += 1
+        print(f"packed {n} cached kernels from {root} into {ns.archive} "
+              f"({os.path.getsize(ns.archive) / 2**20:.1f} MiB)")
+        return 0 if n else 1
+    os.makedirs(root, exist_ok=True)
+    n = 0
+    with tarfile.open(ns.archive, "r:*") as tar:
+        members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith(".bkc")
+                   and not m.name.startswith(("/", "..")) and ".." not in m.name.split("/")]
+        tar.extractall(root, members=members)
+        n = len(members)
+    print(f"unpacked {n} cached kernels into {root}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m baracuda_dsl",
                                 description="baracuda-dsl: CuTe DSL kernels behind a Plan API")
@@ -226,7 +262,16 @@ def main(argv=None) -> int:
                          "maps to (kernel source changed, SKU left the space)")
     pi = sub.add_parser("info", help="versions, GPUs and the kernel cache")
     pi.add_argument("--cache-dir", default=None, help="cache root to describe")
+    pk = sub.add_parser("pack", help="pack the kernel cache into an .tar.xz archive")
+    pk.add_argument("archive")
+    pk.add_argument("--arch", default=None, help="only these arches (comma-separated)")
+    pk.add_argument("--cache-dir", default=None, help="cache root to pack")
+    pu = sub.add_parser("unpack", help="unpack a kernel-cache archive into the cache root")
+    pu.add_argument("archive")
+    pu.add_argument("--cache-dir", default=None, help="cache root to fill")
     ns = p.parse_args(argv)
+    if ns.cmd in ("pack", "unpack"):
+        return _cmd_archive(ns)
     return _cmd_prebuild(ns) if ns.cmd == "prebuild" else _cmd_info(ns)
 
 

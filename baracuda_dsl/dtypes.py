@@ -21,7 +21,7 @@ _DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_COMPLEX, _DL_BOOL = 0, 1, 2, 4, 5,
 _DL_F8E4M3FN, _DL_F8E5M2 = 10, 12
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DType:
     """An element type: ``name`` (array-API spelling), ``short`` (f32, bf16, ...), ``itemsize``
     in bytes, ``kind`` ('b' bool, 'i' signed, 'u' unsigned, 'f' real float, 'c' complex),
@@ -35,6 +35,16 @@ class DType:
     numpy: Optional[str]
     dlpack: tuple
     cute: Optional[str]
+
+    def __eq__(self, other) -> bool:
+        # dtypes are module singletons: identity first, then the name (copies made by pickling)
+        return self is other or (isinstance(other, DType) and other.name == self.name)
+
+    def __ne__(self, other) -> bool:
+        return not (self is other or (isinstance(other, DType) and other.name == self.name))
+
+    def __hash__(self) -> int:
+        return hash(self.name)
 
     def __repr__(self) -> str:  # pragma: no cover - trivial
         return f"baracuda_dsl.{self.name}"

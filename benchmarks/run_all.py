@@ -36,6 +36,7 @@ def _warmup():
 
 
 def results_md(res: dict, cmd: str) -> str:
+    import bench_elementwise
     import bench_launch
     import bench_norms
 
@@ -63,9 +64,13 @@ def results_md(res: dict, cmd: str) -> str:
         "### Normalisation",
         "",
         bench_norms.markdown(res["norms"]),
+        "### Elementwise",
+        "",
+        bench_elementwise.markdown(res["elementwise"]) if res["elementwise"]["rows"] else
+        "(not run)",
         "### Launch path",
         "",
-        bench_launch.markdown(res["launch"]),
+        bench_launch.markdown(res["launch"]) if res["launch"].get("rows") else "(not run)",
     ]
     return "\n".join(lines) + "\n"
 
@@ -94,9 +99,12 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="one shape per family (~1 minute)")
     ap.add_argument("--aot-lib", default=None,
                     help="AOT shim for design (b) (default benchmarks/aot/build/libbench_aot.so)")
-    ap.add_argument("--skip-norms", action="store_true", help="launch study only")
+    ap.add_argument("--skip-norms", action="store_true", help="no normalisation benchmarks")
+    ap.add_argument("--skip-launch", action="store_true", help="no launch-path study")
+    ap.add_argument("--skip-elementwise", action="store_true", help="no elementwise benchmarks")
     ns = ap.parse_args(argv)
 
+    import bench_elementwise
     import bench_launch
     import bench_norms
 
@@ -115,9 +123,13 @@ def main(argv=None) -> int:
         res["norms"] = bench_norms.run(res["copy"]["gbs"], ns.quick,
                                        log=lambda s: print(f"[{time.perf_counter() - t0:5.1f}s] {s}",
                                                            flush=True))
-    res["launch"] = bench_launch.run(ns.aot_lib or bench_launch.DEFAULT_AOT,
-                                     log=lambda s: print(f"[{time.perf_counter() - t0:5.1f}s] {s}",
-                                                         flush=True))
+    def log(s):
+        print(f"[{time.perf_counter() - t0:5.1f}s] {s}", flush=True)
+
+    res["elementwise"] = (dict(rows=[], host=[]) if ns.skip_elementwise else
+                          bench_elementwise.run(res["copy"]["gbs"], ns.quick, log=log))
+    res["launch"] = (dict(rows=[]) if ns.skip_launch else
+                     bench_launch.run(ns.aot_lib or bench_launch.DEFAULT_AOT, log=log))
     res["copy_after"] = H.copy_bandwidth()
     res["wall_s"] = time.perf_counter() - t0
     cmd = "python3 benchmarks/run_all.py --out $OUT" + (" --quick" if ns.quick else "")

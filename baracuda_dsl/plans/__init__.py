@@ -6,6 +6,10 @@ from .repeat import (RepeatArgs, RepeatBackwardArgs, RepeatBackwardDescriptor, R
                      RepeatDescriptor, RepeatPlan, StridedCopyArgs, StridedCopyDescriptor,
                      StridedCopyPlan, repeat_out_shape, strided_copy)
 
+from . import elementwise_families as _ew_families
+from .elementwise import (ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan,
+                          broadcast_shapes, wired_dtypes)
+from .elementwise_families import *  # noqa: F401,F403
 from .normalization import (LayerNormArgs, LayerNormBackwardArgs, LayerNormBackwardDescriptor,
                             LayerNormBackwardPlan, LayerNormDescriptor, LayerNormPlan,
                             RMSNormArgs, RMSNormBackwardArgs, RMSNormBackwardDescriptor,
@@ -20,4 +24,6 @@ __all__ = [
     "RepeatBackwardDescriptor", "RepeatBackwardArgs", "RepeatBackwardPlan",
     "StridedCopyDescriptor", "StridedCopyArgs", "StridedCopyPlan", "strided_copy",
     "repeat_out_shape",
-] + list(_channel_norm.__all__)
+    "ElementwiseDescriptor", "ElementwiseArgs", "ElementwisePlan", "broadcast_shapes",
+    "wired_dtypes",
+] + list(_channel_norm.__all__) + list(_ew_families.__all__)

@@ -80,5 +80,5 @@ def sm_count(ordinal: int = 0) -> int:
 def resolve_arch(override: Optional[ArchSku] = None, ordinal: Optional[int] = None) -> ArchSku:
     """``override`` if given, else the arch of the current device."""
     if override is not None:
-        return override
+        return override if isinstance(override, ArchSku) else ArchSku.parse(str(override))
     return device_arch(current_device_ordinal() if ordinal is None else ordinal)

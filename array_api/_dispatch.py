@@ -1,0 +1,125 @@
+"""The bridge from the namespace to the elementwise Plans: broadcasting, dtype conversion of
+operands, output allocation, plan selection (cached per descriptor) and the launch on the legacy
+default stream (the stream every namespace operation is ordered on)."""
+
+from __future__ import annotations
+
+import builtins
+import functools
+from typing import Optional, Sequence
+
+from baracuda_dsl.dtypes import DType
+from baracuda_dsl.errors import DeviceMismatchError, UnsupportedError
+from baracuda_dsl.plans.elementwise import (ElementwiseArgs, ElementwiseDescriptor,
+                                            ElementwisePlan, broadcast_shapes)
+from baracuda_dsl.templates.elementwise import OPS
+from baracuda_dsl.tensor import TensorView
+
+from . import _dtypes as _dt
+from ._array_object import Array
+
+_SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex)
+
+
+@functools.lru_cache(maxsize=4096)
+def plan_for(op: str, shapes, dtype: DType, out_dtype: Optional[DType], params, shape):
+    """The selected plan of one descriptor (selected once, then reused)."""
+    return ElementwisePlan.select(ElementwiseDescriptor(op, shapes, dtype, out_dtype, params,
+                                                        shape))
+
+
+def _view(x: Array) -> TensorView:
+    return TensorView._trusted(x._ptr, x._shape, x._strides, x._dtype, x._device.ordinal, x)
+
+
+def _device_of(arrays, out):
+    dev = None
+    for a in list(arrays) + list(out or ()):
+        if dev is None:
+            dev = a.device
+        elif a.device != dev:
+            raise DeviceMismatchError(f"operands on different devices: {dev} and {a.device}")
+    if dev is None:
+        from ._device import as_device
+
+        dev = as_device(None)
+    return dev
+
+
+def apply(op: str, operands: Sequence, dtype: DType, *, out_dtype: Optional[DType] = None,
+          params=(), outs: Optional[Sequence[Array]] = None, shape=None):
+    """Run elementwise ``op`` on ``operands`` (Arrays or Python scalars) with value dtype
+    ``dtype``; array operands of another dtype are cast first.  Returns the output Arrays
+    (new dense arrays, or ``outs`` when given: views written in place)."""
+    spec = OPS.get(op)
+    if spec is None:
+        raise UnsupportedError(f"elementwise op {op!r} is not wired")
+    want = spec.in_dtypes(dtype.short)
+    ops, shapes = [], []
+    arrays = [x for x in operands if isinstance(x, Array)]
+    dev = _device_of(arrays, outs)
+    for k, x in enumerate(operands):
+        if isinstance(x, Array):
+            wdt = dtype if want[k] == dtype.short else _dt._d.dtype(want[k])
+            if x.dtype != wdt:
+                x = cast(x, wdt)
+            ops.append(x)
+            shapes.append(x._shape)
+        elif isinstance(x, _SCALARS) or hasattr(x, "dtype") and not hasattr(x, "shape"):
+            ops.append(x)
+            shapes.append(None)
+        else:
+            raise TypeError(f"{op}: operand {k} must be an array_api Array or a Python scalar, "
+                            f"got {type(x).__name__}")
+    shp = tuple(shape) if shape is not None else None
+    plan = plan_for(op, tuple(shapes), dtype, out_dtype, tuple(float(p) for p in params), shp)
+    ins = [_view(x) if isinstance(x, Array) else x for x in ops]
+    if outs is None:
+        outs = [Array._empty(plan.out_shape, d, dev) for d in plan.out_dtypes]
+        if plan.is_empty():
+            return outs
+        # fresh outputs of the right shape/dtype and trusted input views: skip re-validation
+        plan._launch_views(ins, [_view(o) for o in outs], dev.ordinal, 0, fresh=True)
+        return outs
+    plan.run(ElementwiseArgs(ins, [_view(o) for o in outs]))
+    return outs
+
+
+def elementwise(op: str, operands: Sequence, in_dtype: DType, out_dtype: DType, *, params=(),
+                out: Optional[Array] = None) -> Array:
+    """One-output form of :func:`apply` (``out_dtype`` is what the caller expects the op to
+    produce; for ``cast`` it is the target dtype)."""
+    od = out_dtype if op == "cast" else None
+    res = apply(op, operands, in_dtype, out_dtype=od, params=params,
+                outs=None if out is None else [out], shape=None if out is None else out.shape)
+    if res[0].dtype != out_dtype:
+        raise UnsupportedError(f"{op}: produced {res[0].dtype}, expected {out_dtype}")
+    return res[0]
+
+
+def cast(x: Array, dtype: DType) -> Array:
+    """A new dense array holding ``x`` converted to ``dtype`` (every dtype pair; complex → real
+    keeps the real part, → bool is ``!= 0``)."""
+    if x.dtype == dtype:
+        return apply("copy", [x], dtype)[0]
+    return apply("cast", [x], x.dtype, out_dtype=dtype)[0]
+
+
+def fill(view: Array, value) -> None:
+    """Write the Python scalar ``value`` (converted to view's dtype) into every element of the
+    (possibly strided) view."""
+    if view.size == 0:
+        return
+    apply("copy", [value], view.dtype, outs=[view], shape=view.shape)
+
+
+def copy_into(src: Array, dst: Array) -> None:
+    """``dst[...] = src``: broadcast ``src`` to ``dst``'s shape, convert to ``dst``'s dtype,
+    write through any strides (overlapping source and destination are staged)."""
+    if dst.size == 0:
+        broadcast_shapes(src.shape, dst.shape)
+        return
+    if src.dtype == dst.dtype:
+        apply("copy", [src], dst.dtype, outs=[dst], shape=dst.shape)
+    else:
+        apply("cast", [src], src.dtype, out_dtype=dst.dtype, outs=[dst], shape=dst.shape)
