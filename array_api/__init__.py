@@ -2,23 +2,49 @@
 
     import array_api as xp
     x = xp.asarray(numpy_array)                 # host → device copy
-    y = xp.rms_norm(x, (x.shape[-1],), w)       # dispatches to RMSNormPlan
-    y.to_numpy()                                # device → host
+    y = xp.sin(x) * 2 + 1                       # elementwise functions and operators
+    z = xp.swiglu(y, axis=-1)                   # ML extensions
+    w = xp.rms_norm(z, (z.shape[-1],), g)       # dispatches to RMSNormPlan
+    w.to_numpy()                                # device → host
 
 Arrays live on CUDA devices in stream-ordered pool memory; views share memory; DLPack interop
-with torch / cupy in both directions (``xp.from_dlpack``, ``torch.from_dlpack(x)``).  Only what
-is listed in ``__all__`` is wired: anything else is absent (elementwise arithmetic, reductions,
-... are not part of this seed yet).  Default dtypes: float32, complex64, int64.
+with torch / cupy in both directions (``xp.from_dlpack``, ``torch.from_dlpack(x)``).
+
+Wired: creation and manipulation functions, every elementwise function of the standard and the
+Array operators (Python scalars per 2024.12; one GPU kernel per call), ML extensions (activations,
+gated units, ``lerp``/``addcmul``/``addcdiv``/``fma``, special functions, normalizations).  Only
+what is listed in ``__all__`` is wired: anything else (reductions, linear algebra, ``@``, ...) is
+absent.  Default dtypes: float32, complex64, int64; float16 and bfloat16 are extension dtypes that
+promote like the standard's floats (to float32 with each other).
 """
 
 from baracuda_dsl.errors import UnsupportedError  # noqa: F401
 
+from ._activations import (addcdiv, addcmul, digamma, elu, erf, erfc, erfinv, fma, geglu, gelu,
+                           gelu_tanh, glu, hardshrink, hardsigmoid, hardswish, hardtanh,
+                           leaky_relu, lerp, lgamma, logit, mish, prelu, reglu, relu, relu6,
+                           selu, sigmoid, silu, softplus, softshrink, softsign, swiglu, tanhshrink,
+                           threshold)
+from ._activations import __all__ as _activation_names
 from ._array_object import Array
-from ._creation_functions import (asarray, empty, empty_like, from_dlpack, full, full_like, ones,
-                                  ones_like, zeros, zeros_like)
+from ._creation_functions import (arange, asarray, empty, empty_like, eye, from_dlpack, full,
+                                  full_like, linspace, meshgrid, ones, ones_like, tril, triu, zeros,
+                                  zeros_like)
+from ._data_type_functions import astype, can_cast, result_type
 from ._device import Device
 from ._dtypes import (bfloat16, bool, complex64, complex128, finfo, float16, float32, float64,
                       iinfo, int8, int16, int32, int64, isdtype, uint8, uint16, uint32, uint64)
+from ._elementwise_functions import (abs, acos, acosh, add, asin, asinh, atan, atan2, atanh,
+                                     bitwise_and, bitwise_invert, bitwise_left_shift, bitwise_or,
+                                     bitwise_right_shift, bitwise_xor, ceil, clip, conj, copysign,
+                                     cos, cosh, divide, equal, exp, expm1, floor, floor_divide,
+                                     greater, greater_equal, hypot, imag, isfinite, isinf, isnan,
+                                     less, less_equal, log, log1p, log2, log10, logaddexp,
+                                     logical_and, logical_not, logical_or, logical_xor, maximum,
+                                     minimum, multiply, negative, nextafter, not_equal, positive,
+                                     pow, real, reciprocal, remainder, round, sign, signbit, sin,
+                                     sinh, sqrt, square, subtract, tan, tanh, trunc)
+from ._elementwise_functions import __all__ as _elementwise_names
 from ._extensions import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from ._info import __array_namespace_info__
 from ._manipulation_functions import (ascontiguousarray, broadcast_to, expand_dims, flip,
@@ -39,7 +65,8 @@ def asnumpy(x):
 __all__ = [
     "__array_api_version__", "__array_namespace_info__", "Array", "Device", "UnsupportedError",
     "asarray", "empty", "empty_like", "from_dlpack", "full", "full_like", "ones", "ones_like",
-    "zeros", "zeros_like", "asnumpy",
+    "zeros", "zeros_like", "asnumpy", "arange", "eye", "linspace", "meshgrid", "tril", "triu",
+    "astype", "can_cast", "result_type",
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
     "isdtype", "finfo", "iinfo",
@@ -47,4 +74,6 @@ __all__ = [
     "squeeze", "tile", "ascontiguousarray",
     "rms_norm", "layer_norm", "batch_norm", "group_norm", "instance_norm",
     "newaxis", "e", "pi", "inf", "nan",
+    *_elementwise_names,
+    *_activation_names,
 ]

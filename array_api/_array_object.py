@@ -2,16 +2,21 @@
 device memory owned by a stream-ordered pool buffer or by a DLPack producer (torch, cupy, ...).
 
 Views (basic indexing, ``.T``/``.mT``, ``permute_dims``, ``reshape`` of dense arrays, ...) share the
-owner.  Arithmetic operators are not wired yet and therefore not defined.
+owner.  Operators follow the standard (2024.12): every arithmetic, bitwise and comparison operator
+with its reflected and in-place forms, built on the elementwise functions (``x + 1`` is
+``add(x, 1)``, ``2 - x`` is ``subtract(2, x)``); operands are Arrays or Python scalars (other
+types: ``NotImplemented``); in-place forms write into the array itself (views see the result) and
+require the result dtype and broadcast shape to be the array's own.  ``@`` is not wired yet.
 """
 
 from __future__ import annotations
 
+import builtins
 import operator
 
 import numpy as np
 
-from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
+from baracuda_dsl.errors import DeviceMismatchError, InvalidProblemError, UnsupportedError
 from baracuda_dsl.tensor import MAX_RANK, TensorView, contiguous_strides
 
 from . import _device as _dev
@@ -22,9 +27,12 @@ from ._device import Device
 class Array:
     """A device array.  ``shape``/``ndim``/``size``/``dtype``/``device``; ``x[...]`` basic indexing
     (ints, slices with any step, ``...``, ``None``) returns views; ``to_numpy()`` copies to host;
-    DLPack export via ``__dlpack__``; plans accept Arrays (``__baracuda_view__``)."""
+    DLPack export via ``__dlpack__``; plans accept Arrays (``__baracuda_view__``); operators per
+    the standard (``+ - * / // % ** & | ^ << >> ~ == != < <= > >=``, reflected and in-place)."""
 
     __slots__ = ("_ptr", "_shape", "_strides", "_dtype", "_device", "_owner", "__weakref__")
+    __hash__ = None  # __eq__ is elementwise
+    __array_ufunc__ = None  # numpy operands defer to (and are refused by) these operators
 
     def __init__(self, *args, **kwargs):
         raise TypeError("use array_api.asarray / empty / zeros / from_dlpack to create arrays")
@@ -122,6 +130,11 @@ class Array:
         """DLPack export (zero copy unless ``copy=True``).  ``stream``: the consumer's stream; work
         this namespace enqueued on the legacy default stream is made visible to it."""
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            if int(dl_device[0]) == 1:  # kDLCPU: a host copy (np.from_dlpack(x, device="cpu"))
+                from ._dlpack import export_host
+
+                return export_host(self, max_version is not None and int(max_version[0]) >= 1,
+                                   copy)
             raise BufferError(f"cannot export to DLPack device {tuple(dl_device)}; array is on "
                               f"{self.__dlpack_device__()}")
         if isinstance(stream, int) and stream not in (-1, 0, 1):
@@ -215,6 +228,13 @@ class Array:
     def _index(self, key):
         if not isinstance(key, tuple):
             key = (key,)
+        for k in key:
+            if isinstance(k, (builtins.bool, np.bool_)):
+                raise UnsupportedError("boolean indexing is not wired; wired: ints, slices, ..., "
+                                       "None")
+            if isinstance(k, Array) and not (k.ndim == 0 and _dt.isdtype(k.dtype, "integral")):
+                raise UnsupportedError("array (integer / boolean) indexing is not wired; "
+                                       "wired: ints, 0-D integer arrays, slices, ..., None")
         n_ell = sum(1 for k in key if k is Ellipsis)
         if n_ell > 1:
             raise IndexError("an index can only have a single ellipsis ('...')")
@@ -234,13 +254,7 @@ class Array:
             n, s = self._shape[d], self._strides[d]
             d += 1
             if isinstance(k, Array):
-                if k.ndim == 0 and _dt.isdtype(k.dtype, "integral"):
-                    k = int(k)
-                else:
-                    raise UnsupportedError("array (integer / boolean) indexing is not wired; "
-                                           "wired: ints, slices, ..., None")
-            if isinstance(k, (bool, np.bool_)):
-                raise UnsupportedError("boolean indexing is not wired; wired: ints, slices, ..., None")
+                k = int(k)
             if isinstance(k, slice):
                 start, stop, step = k.indices(n)
                 m = len(range(start, stop, step))
@@ -266,19 +280,126 @@ class Array:
         off, shape, strides = self._index(key)
         return self._view(off, shape, strides)
 
-    def __setitem__(self, key, value) -> None:
+    def __setitem__(self, key, value, /) -> None:
+        """``x[key] = value``: ``value`` a Python scalar (its kind must fit x's dtype: TypeError,
+        OverflowError for out-of-range ints) or an Array whose dtype promotes to x's dtype
+        (``can_cast``; TypeError otherwise), broadcast to the indexed view and converted; numpy
+        arrays / nested lists are converted to x's dtype on the host (extension).  Strided views
+        are written in place."""
         target = self[key]
+        from . import _dispatch, _promotion
         from ._creation_functions import _fill, asarray
         from ._manipulation_functions import _copy_into, broadcast_to
 
-        if isinstance(value, (bool, int, float, complex, np.generic)):
-            if not target.is_contiguous():
-                raise UnsupportedError("assigning a scalar to a non-contiguous view is not wired")
-            _fill(target, value)
+        if isinstance(value, np.generic) and value.ndim == 0:
+            value = value.item()
+        if isinstance(value, (builtins.bool, int, float, complex)):
+            from ._elementwise_functions import convert_scalar
+
+            if _promotion.scalar_dtype(value, self._dtype) != self._dtype:
+                raise TypeError(f"cannot assign a Python {type(value).__name__} to a "
+                                f"{self._dtype.name} array")
+            value = convert_scalar(value, self._dtype)
+            if target.is_contiguous():
+                _fill(target, value)  # memset where the pattern allows
+            else:
+                _dispatch.fill(target, value)
             return
-        v = value if isinstance(value, Array) else asarray(value, dtype=self._dtype,
-                                                          device=self._device)
-        if v.dtype != self._dtype:
-            raise UnsupportedError(f"__setitem__: value dtype {v.dtype} != {self._dtype} "
-                                   f"(type promotion is not wired)")
-        _copy_into(broadcast_to(v, target.shape), target)
+        if not isinstance(value, Array):
+            value = asarray(value, dtype=self._dtype, device=self._device)
+        if value.device != self._device:
+            raise DeviceMismatchError(f"__setitem__: value on {value.device}, array on "
+                                      f"{self._device}")
+        if value.dtype != self._dtype and not _promotion.can_cast(value.dtype, self._dtype):
+            raise TypeError(f"cannot assign a {value.dtype.name} array to a {self._dtype.name} "
+                            f"array (the standard's promotion rules do not allow it)")
+        if value.dtype == self._dtype and target.is_contiguous():
+            _copy_into(broadcast_to(value, target.shape), target)
+        else:
+            _dispatch.copy_into(value, target)
+
+    # ----------------------------------------------------------------------- matmul (not wired)
+    def __matmul__(self, other, /):
+        if not isinstance(other, Array):
+            return NotImplemented
+        raise UnsupportedError("matmul (@) is not wired yet (it comes with the GEMM family)")
+
+    def __rmatmul__(self, other, /):
+        return self.__matmul__(other)
+
+    def __imatmul__(self, other, /):
+        return self.__matmul__(other)
+
+
+# --------------------------------------------------------------------------- operators
+_PY_SCALARS = (builtins.bool, int, float, complex)
+
+
+def _operand_ok(other) -> builtins.bool:
+    return isinstance(other, Array) or type(other) in _PY_SCALARS
+
+
+def _binary_operator(fname: str, symbol: str, form: str):
+    """The ``form`` (``''``, ``'r'`` reflected, ``'i'`` in place) operator method of binary
+    elementwise function ``fname``."""
+    def method(self, other, /):
+        if not _operand_ok(other):
+            return NotImplemented
+        from ._elementwise_functions import binary
+
+        if form == "r":
+            return binary(fname, other, self)
+        if form == "i":
+            binary(fname, self, other, inplace=True)
+            return self
+        return binary(fname, self, other)
+
+    lhs, rhs = ("other", "self") if form == "r" else ("self", "other")
+    eq = "=" if form == "i" else ""
+    method.__doc__ = (f"``{lhs} {symbol}{eq} {rhs}``: :func:`array_api.{fname}`"
+                      + (" written into self (same dtype and shape required)" if eq else ""))
+    return method
+
+
+def _unary_operator(fname: str, symbol: str):
+    def method(self, /):
+        from . import _elementwise_functions as ef
+
+        return getattr(ef, fname)(self)
+
+    method.__doc__ = f"``{symbol}self``: :func:`array_api.{fname}`"
+    return method
+
+
+#: (dunder stem, function, symbol); arithmetic and bitwise ones have reflected / in-place forms
+_ARITHMETIC = (("add", "add", "+"), ("sub", "subtract", "-"), ("mul", "multiply", "*"),
+               ("truediv", "divide", "/"), ("floordiv", "floor_divide", "//"),
+               ("mod", "remainder", "%"), ("pow", "pow", "**"), ("and", "bitwise_and", "&"),
+               ("or", "bitwise_or", "|"), ("xor", "bitwise_xor", "^"),
+               ("lshift", "bitwise_left_shift", "<<"), ("rshift", "bitwise_right_shift", ">>"))
+_COMPARISON = (("eq", "equal", "=="), ("ne", "not_equal", "!="), ("lt", "less", "<"),
+               ("le", "less_equal", "<="), ("gt", "greater", ">"), ("ge", "greater_equal", ">="))
+_UNARY = (("abs", "abs", "abs "), ("neg", "negative", "-"), ("pos", "positive", "+"),
+          ("invert", "bitwise_invert", "~"))
+
+
+def _install_operators() -> None:
+    for stem, fname, sym in _ARITHMETIC:
+        for form in ("", "r", "i"):
+            m = _binary_operator(fname, sym, form)
+            m.__name__ = f"__{form}{stem}__"
+            m.__qualname__ = f"Array.{m.__name__}"
+            setattr(Array, m.__name__, m)
+    for stem, fname, sym in _COMPARISON:
+        m = _binary_operator(fname, sym, "")
+        m.__name__ = f"__{stem}__"
+        m.__qualname__ = f"Array.{m.__name__}"
+        setattr(Array, m.__name__, m)
+    for stem, fname, sym in _UNARY:
+        m = _unary_operator(fname, sym)
+        m.__name__ = f"__{stem}__"
+        m.__qualname__ = f"Array.{m.__name__}"
+        setattr(Array, m.__name__, m)
+
+
+_install_operators()

@@ -29,6 +29,23 @@ class Device:
         return f"cuda:{self.ordinal}"
 
 
+_KDL_CPU, _KDL_CUDA_HOST = 1, 3
+
+
+def is_host_request(device) -> bool:
+    """True when ``device`` names host memory: ``'cpu'`` / ``'cpu:N'``, a DLPack device tuple
+    ``(kDLCPU, n)``, or a device object whose ``type`` is ``'cpu'`` (torch, jax)."""
+    if isinstance(device, str):
+        return device.strip().lower().split(":")[0] == "cpu"
+    if isinstance(device, tuple) and len(device) == 2:
+        try:
+            return int(device[0]) in (_KDL_CPU, _KDL_CUDA_HOST)
+        except (TypeError, ValueError):
+            return False
+    kind = getattr(device, "type", None) or getattr(device, "platform", None)
+    return isinstance(kind, str) and kind.lower() == "cpu"
+
+
 def as_device(device) -> Device:
     """Resolve ``device`` (None = current, a Device, an ordinal, ``'cuda'``/``'cuda:N'``, or an
     object with ``.ordinal`` / ``.device_id``) to a Device; CPU requests raise."""

@@ -1,4 +1,6 @@
-"""DLPack export: builds ``DLManagedTensor`` / ``DLManagedTensorVersioned`` capsules with ctypes.
+"""DLPack: export of device arrays (``DLManagedTensor`` / ``DLManagedTensorVersioned`` capsules
+built with ctypes), host-copy export for ``dl_device=(kDLCPU, 0)`` requests, and reading host
+(kDLCPU) producers into numpy for ``from_dlpack`` / ``asarray``.
 
 The managed struct, its shape/stride arrays and a reference to the exported Array live in a
 module table keyed by the struct's address; the deleter (called by the consumer, or by the capsule
@@ -9,9 +11,16 @@ from __future__ import annotations
 
 import ctypes
 
-from baracuda_dsl.tensor import _DLDataType, _DLDevice, _DLPackVersion, _DLTensor
+import numpy as np
 
-_KDL_CUDA = 2
+from baracuda_dsl.dtypes import DType, from_dlpack_code
+from baracuda_dsl.tensor import _DLDataType, _DLDevice, _DLManagedTensor
+from baracuda_dsl.tensor import _DLManagedTensorVersioned, _DLPackVersion, _DLTensor
+from baracuda_dsl.tensor import _GetPointer as _ObjGetPointer
+from baracuda_dsl.tensor import _IsValid as _ObjIsValid
+from baracuda_dsl.tensor import contiguous_strides
+
+_KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST = 1, 2, 3
 _DELETER_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
@@ -60,16 +69,17 @@ _DTOR_ADDR = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
 
 
 def export(ptr: int, shape, strides, dtype, ordinal: int, owner, versioned: bool,
-           copied: bool = False):
-    """A DLPack capsule over device memory ``ptr`` (shape / strides in elements); ``owner`` is
-    kept alive until the consumer calls the deleter."""
+           copied: bool = False, device_type: int = _KDL_CUDA):
+    """A DLPack capsule over memory ``ptr`` (shape / strides in elements) on DLPack device
+    ``(device_type, ordinal)`` (CUDA by default); ``owner`` is kept alive until the consumer
+    calls the deleter."""
     ndim = len(shape)
     shp = (ctypes.c_int64 * max(ndim, 1))(*shape)
     st = (ctypes.c_int64 * max(ndim, 1))(*strides)
     m = _ManagedVersioned() if versioned else _Managed()
     t = m.dl_tensor
     t.data = ptr
-    t.device = _DLDevice(_KDL_CUDA, ordinal)
+    t.device = _DLDevice(device_type, ordinal)
     t.ndim = ndim
     t.dtype = _DLDataType(dtype.dlpack[0], dtype.dlpack[1], 1)
     t.shape = ctypes.cast(shp, ctypes.POINTER(ctypes.c_int64))
@@ -83,3 +93,56 @@ def export(ptr: int, shape, strides, dtype, ordinal: int, owner, versioned: bool
     addr = ctypes.addressof(m)
     _LIVE[addr] = (m, shp, st, owner)
     return _CapsuleNew(addr, _NAME_V if versioned else _NAME, _DTOR_ADDR)
+
+
+def export_host(arr, versioned: bool, copy):
+    """Serve a ``__dlpack__(dl_device=(kDLCPU, 0))`` request: copy ``arr`` to a dense host
+    buffer (its raw storage, so bfloat16 / fp8 keep their DLPack codes) and export that buffer
+    as a kDLCPU capsule flagged as copied.  ``copy=False`` raises BufferError: moving device
+    memory to the host always copies."""
+    if copy is False:
+        raise BufferError("__dlpack__: exporting a CUDA array to the host (kDLCPU) needs a copy "
+                          "(copy=False given)")
+    host = np.ascontiguousarray(arr.to_numpy(raw=True))
+    return export(host.ctypes.data, host.shape, contiguous_strides(host.shape), arr.dtype, 0,
+                  host, versioned, True, _KDL_CPU)
+
+
+def _capsule_tensor(cap):
+    for name, struct in ((_NAME_V, _DLManagedTensorVersioned), (_NAME, _DLManagedTensor)):
+        if _ObjIsValid(cap, name):
+            return struct.from_address(_ObjGetPointer(cap, name)).dl_tensor
+    raise TypeError("__dlpack__ did not return a DLPack capsule")
+
+
+def host_array(obj) -> "tuple[np.ndarray, DType]":
+    """(numpy copy of the raw storage, DType) of a host (kDLCPU / kDLCUDAHost) DLPack producer,
+    any dtype (bfloat16 / fp8 come back as uint16 / uint8 storage).  The capsule is not
+    consumed, so the producer's capsule destructor releases its export."""
+    try:
+        cap = obj.__dlpack__(max_version=(1, 0))
+    except TypeError:
+        cap = obj.__dlpack__()
+    t = _capsule_tensor(cap)
+    if t.device.device_type not in (_KDL_CPU, _KDL_CUDA_HOST):
+        raise BufferError(f"host_array: producer is on DLPack device {t.device.device_type}")
+    dt = from_dlpack_code(t.dtype.code, t.dtype.bits, t.dtype.lanes)
+    shape = tuple(int(t.shape[i]) for i in range(t.ndim))
+    strides = (tuple(int(t.strides[i]) for i in range(t.ndim)) if t.strides
+               else contiguous_strides(shape))
+    raw = dt.to_numpy()
+    n = 1
+    for d in shape:
+        n *= d
+    if n == 0:
+        return np.empty(shape, raw), dt
+    lo = sum((d - 1) * s for d, s in zip(shape, strides) if s < 0)
+    hi = sum((d - 1) * s for d, s in zip(shape, strides) if s > 0)
+    base = (t.data or 0) + t.byte_offset + lo * dt.itemsize
+    buf = (ctypes.c_char * ((hi - lo + 1) * dt.itemsize)).from_address(base)
+    flat = np.frombuffer(buf, raw)
+    view = np.lib.stride_tricks.as_strided(flat[-lo:] if lo else flat, shape,
+                                           tuple(s * dt.itemsize for s in strides))
+    out = np.array(view, copy=True)
+    del view, flat, buf, cap
+    return out, dt

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,8 +40,15 @@ _KINDS = {
 
 
 def _as_dtype(dt) -> DType:
+    """Resolve a dtype spec (a DType; also a name or a numpy dtype, as extensions) to a DType:
+    TypeError for None or for objects that are no dtype at all, UnsupportedError for unknown
+    names."""
+    if isinstance(dt, DType):
+        return dt
     if dt is None:
         raise TypeError("dtype is None")
+    if isinstance(dt, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
+        raise TypeError(f"expected a dtype, got the value {dt!r}")
     return _d.dtype(dt)
 
 
@@ -82,23 +90,37 @@ class iinfo_object:
     dtype: DType
 
 
+# (bits, eps, max, smallest_normal) of the floating types numpy has no finfo for
+_FINFO_EXTRA = {
+    "bfloat16": (16, 2.0**-7, (2.0 - 2.0**-7) * 2.0**127, 2.0**-126),
+    "float8_e4m3": (8, 2.0**-3, 448.0, 2.0**-6),
+    "float8_e5m2": (8, 2.0**-2, 57344.0, 2.0**-14),
+}
+_REAL_OF = {"complex64": float32, "complex128": float64}
+
+
 def finfo(type, /) -> finfo_object:  # noqa: A002
-    """finfo of a floating dtype (or array); complex types report their real component."""
-    dt = getattr(type, "dtype", type)
-    dt = _as_dtype(dt)
-    if dt == bfloat16:
-        return finfo_object(16, 2.0**-7, 3.3895313892515355e38, -3.3895313892515355e38,
-                            2.0**-126, dt)
-    if dt.kind not in "fc" or dt.numpy is None:
-        raise UnsupportedError(f"finfo: {dt.name} is not a wired floating dtype")
+    """Limits of a floating dtype (or of an array's dtype): ``bits eps max min smallest_normal
+    dtype``.  A complex dtype reports its real component (complex64 → float32 values and
+    ``dtype=float32``), as the standard says.  TypeError for non-floating dtypes."""
+    dt = _as_dtype(type.dtype if hasattr(type, "dtype") and not isinstance(type, DType)
+                   else type)
+    if dt.kind not in "fc":
+        raise TypeError(f"finfo: {dt.name} is not a floating-point dtype")
+    dt = _REAL_OF.get(dt.name, dt)
+    if dt.name in _FINFO_EXTRA:
+        bits, eps, mx, tiny = _FINFO_EXTRA[dt.name]
+        return finfo_object(bits, eps, mx, -mx, tiny, dt)
     fi = np.finfo(np.dtype(dt.numpy))
     return finfo_object(int(fi.bits), float(fi.eps), float(fi.max), float(fi.min),
                         float(fi.smallest_normal), dt)
 
 
 def iinfo(type, /) -> iinfo_object:  # noqa: A002
-    """iinfo of an integer dtype (or array)."""
-    dt = _as_dtype(getattr(type, "dtype", type))
+    """Limits of an integer dtype (or of an array's dtype): ``bits max min dtype``; TypeError
+    for non-integer dtypes."""
+    dt = _as_dtype(type.dtype if hasattr(type, "dtype") and not isinstance(type, DType)
+                   else type)
     if dt.kind not in "iu":
         raise TypeError(f"iinfo: {dt.name} is not an integer dtype")
     ii = np.iinfo(np.dtype(dt.numpy))

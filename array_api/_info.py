@@ -1,34 +1,59 @@
-"""``__array_namespace_info__``: capabilities, devices and default / supported dtypes."""
+"""``__array_namespace_info__()``: the standard's inspection API (2023.12+, 2024.12 capabilities).
+
+``xp.__array_namespace_info__()`` returns an info object (as numpy's, the "function" is the
+class itself) with ``capabilities() default_device() devices() default_dtypes() dtypes()``.
+The dtypes reported are the standard's 13 plus the float16 / bfloat16 extensions (the fp8
+storage types are left out: they do not promote and most functions do not take them).
+"""
 
 from __future__ import annotations
 
 from . import _dtypes as _dt
 from ._device import Device, as_device
 
+_DTYPES = _dt._boolean_dtypes + _dt._numeric_dtypes
+
+
+def _check_device(device) -> None:
+    if device is not None:
+        as_device(device)  # raises for host / unknown devices
+
 
 class __array_namespace_info__:
-    """Inspection API (array API 2023.12)."""
+    """Inspection namespace of ``array_api`` (CUDA devices only)."""
 
-    def capabilities(self):
+    __slots__ = ()
+
+    def capabilities(self) -> dict:
+        """What this namespace supports: no boolean-mask indexing and no functions whose output
+        shape depends on data (``unique_*``, ``nonzero``), at most 8 dimensions."""
         return {"boolean indexing": False, "data-dependent shapes": False,
                 "max dimensions": 8}
 
-    def default_device(self):
+    def default_device(self) -> Device:
+        """The current CUDA device (``Device(n)``)."""
         return as_device(None)
 
-    def devices(self):
-        from baracuda_dsl.runtime.device import device_count
+    def devices(self) -> list:
+        """Every CUDA device of this process (an empty list when there is no driver)."""
+        try:
+            from baracuda_dsl.runtime.device import device_count
 
-        return [Device(i) for i in range(device_count())]
+            return [Device(i) for i in range(device_count())]
+        except Exception:
+            return []
 
-    def default_dtypes(self, *, device=None):
+    def default_dtypes(self, *, device=None) -> dict:
+        """``{'real floating': float32, 'complex floating': complex64, 'integral': int64,
+        'indexing': int64}`` on every device."""
+        _check_device(device)
         return {"real floating": _dt.float32, "complex floating": _dt.complex64,
                 "integral": _dt.int64, "indexing": _dt.int64}
 
-    def dtypes(self, *, device=None, kind=None):
+    def dtypes(self, *, device=None, kind=None) -> dict:
+        """``{name: dtype}`` of the dtypes of ``kind`` (None = all; a kind name such as
+        ``'real floating'``, a dtype, or a tuple of those, as ``isdtype``)."""
+        _check_device(device)
         if kind is None:
-            sel = _dt._boolean_dtypes + _dt._numeric_dtypes
-        else:
-            sel = tuple(d for d in _dt._boolean_dtypes + _dt._numeric_dtypes
-                        if _dt.isdtype(d, kind))
-        return {d.name: d for d in sel}
+            return {d.name: d for d in _DTYPES}
+        return {d.name: d for d in _DTYPES if _dt.isdtype(d, kind)}

@@ -27,7 +27,7 @@ def test_namespace_and_dtypes():
     info = xp.__array_namespace_info__()
     assert info.default_dtypes()["real floating"] == xp.float32
     assert set(info.dtypes(kind="bool")) == {"bool"}
-    assert not hasattr(xp, "add") and not hasattr(xp.Array, "__add__")  # unwired: absent
+    assert not hasattr(xp, "matmul") and not hasattr(xp, "sum")  # unwired: absent
 
 
 def test_bf16_host_conversion():
@@ -98,7 +98,7 @@ def test_dlpack_export_capsule(max_version):
     gc.collect()
     assert len(_LIVE) == n0  # unconsumed capsule released the export
     with pytest.raises(BufferError):
-        x.__dlpack__(dl_device=(1, 0))
+        x.__dlpack__(dl_device=(4, 0))  # OpenCL: neither ours nor a host copy
 
 
 # ------------------------------------------------------------------------- fake device
@@ -243,8 +243,6 @@ def test_fake_creation_and_setitem(fake_device):
     ref[2] = [9, 8, 7, 6]
     ref[0, :] = ref[2, ::-1]
     np.testing.assert_array_equal(x.to_numpy(), ref)
-    with pytest.raises(bd.UnsupportedError):
-        x[:, 0] = 1.0  # non-contiguous target
     assert float(x[1, 1]) == 7.0 and int(xp.asarray(np.int32(5))) == 5
     assert xp.zeros_like(x).shape == (3, 4) and xp.full_like(x, 2.0).to_numpy()[0, 0] == 2.0
     assert "Array(" in repr(x)
