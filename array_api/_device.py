@@ -79,12 +79,71 @@ def _check(call: str, res):
     return res[1] if isinstance(res, tuple) and len(res) > 1 else None
 
 
-def allocate(nbytes: int, device: Device):
-    """(pointer, owner) of a fresh stream-ordered device allocation (≥ 1 byte)."""
-    from baracuda_dsl.runtime.memory import allocate as _alloc
+class _Block:
+    """An Array's device memory: a pool buffer that goes back to the per-size free list when
+    the last owner (Array, view, DLPack export) drops it, instead of to the driver."""
 
-    buf = _alloc(max(int(nbytes), 1), None, device.ordinal)
-    return int(buf.handle), buf
+    __slots__ = ("buf", "ptr", "key", "__weakref__")
+
+    def __init__(self, buf, key):
+        self.buf, self.ptr, self.key = buf, int(buf.handle), key
+
+    def __del__(self):
+        try:
+            _release(self)
+        except Exception:  # interpreter shutdown
+            pass
+
+
+#: (ordinal, size class) -> free pool buffers.  Every namespace operation is ordered on the
+#: legacy default stream, so a freed block can be handed out again at once (stream order makes
+#: the previous owner's kernels finish first), as torch's caching allocator does.
+_FREE: dict = {}
+_CACHED = [0]
+CACHE_LIMIT = 1 << 30  # bytes kept in the free lists; above it blocks go back to the pool
+_MIN_CLASS = 512
+
+
+def _size_class(nbytes: int) -> int:
+    if nbytes <= _MIN_CLASS:
+        return _MIN_CLASS
+    if nbytes <= (64 << 20):
+        return 1 << (nbytes - 1).bit_length()
+    return (nbytes + (2 << 20) - 1) // (2 << 20) * (2 << 20)
+
+
+def _release(block: "_Block") -> None:
+    if _CACHED[0] + block.key[1] > CACHE_LIMIT:
+        block.buf.close()
+        return
+    _FREE.setdefault(block.key, []).append(block.buf)
+    _CACHED[0] += block.key[1]
+
+
+def allocate(nbytes: int, device: Device):
+    """(pointer, owner) of a device allocation of at least ``nbytes`` (≥ 1) bytes: a cached
+    block of the size class when one is free, else a fresh stream-ordered pool buffer."""
+    key = (device.ordinal, _size_class(int(nbytes)))
+    free = _FREE.get(key)
+    if free:
+        buf = free.pop()
+        _CACHED[0] -= key[1]
+    else:
+        from baracuda_dsl.runtime.memory import allocate as _alloc
+
+        buf = _alloc(key[1], None, device.ordinal)
+    block = _Block(buf, key)
+    return block.ptr, block
+
+
+def empty_cache() -> None:
+    """Return every cached free block to the device pool (extension; like
+    ``torch.cuda.empty_cache``)."""
+    for bufs in _FREE.values():
+        for b in bufs:
+            b.close()
+    _FREE.clear()
+    _CACHED[0] = 0
 
 
 def memset(ptr: int, pattern: bytes, count: int, stream: int = 0) -> bool:

@@ -381,7 +381,8 @@ def _erf(x):
 
 
 def gelu(x):
-    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+    # x·Φ(x) through erfc: 1 + erf(x/√2) cancels for negative x even in float64
+    return 0.5 * x * _sps().erfc(-x / math.sqrt(2.0))
 
 
 def gelu_tanh(x):

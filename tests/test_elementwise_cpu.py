@@ -49,8 +49,10 @@ def test_sku_space_is_finite_and_paths_declared():
     skus = spec.ELEMENTWISE.skus("sm90a")
     assert len(skus) == len(set(skus)) > 1000
     paths = {dict(k)["path"] for k in skus}
-    assert paths == {"flat", "s4", "s8"}
+    assert paths == {"flat", "s4", "s8", "v4"}
     assert all(dict(k)["op"] == "copy" for k in skus if dict(k)["path"] == "s8")
+    assert all(dict(k)["op"] in spec.V4_OPS and dict(k)["dtype"] in spec.FLOAT
+               for k in skus if dict(k)["path"] == "v4")
     # fp8 conversions are not built for sm80
     assert not any("fp8" in str(k) for k in spec.ELEMENTWISE.skus("sm80"))
 
@@ -161,6 +163,23 @@ def test_broadcast_collapses_to_rank_two():
     sa = dims[8 + 24:16 + 24]
     sb = dims[8 + 32:16 + 32]
     assert so0[-2:] == (5, 1) and sa[-2:] == (0, 1) and sb[-2:] == (5, 1)
+
+
+def test_v4_for_innermost_unit_or_zero_strides():
+    g = ew._geometry
+    dense = ((4096, 1),)
+    # bias add (M, N) + (N,), bf16: vectors along N, the bias read once per vector
+    assert g((64, 4096), ((4096, 1), (0, 1)), dense, (0, 0, 0), 8, (2, 2), (2,), True)[0] == "v4"
+    # column broadcast (M, 1) * (M, N): the (M, 1) operand has innermost stride 0
+    assert g((64, 4096), ((1, 0), (4096, 1)), dense, (0, 0, 0), 8, (2, 2), (2,), True)[0] == "v4"
+    # a misaligned unit-stride operand, a ragged innermost extent, or no v4 SKU: s4
+    assert g((64, 4096), ((4096, 1), (0, 1)), dense, (0, 2, 0), 8, (2, 2), (2,), True)[0] == "s4"
+    assert g((64, 4095), ((4095, 1), (0, 1)), ((4095, 1),), (0, 0, 0), 8, (2, 2), (2,),
+             True)[0] == "s4"
+    assert g((64, 4096), ((4096, 1), (0, 1)), dense, (0, 0, 0), 8, (2, 2), (2,), False)[0] == "s4"
+    # a transposed operand is never v4
+    assert g((64, 64), ((1, 64), (64, 1)), ((64, 1),), (0, 0, 0), 8, (2, 2), (2,),
+             True)[0] == "s4"
 
 
 def test_high_rank_or_huge_problems_fall_back():

@@ -121,6 +121,50 @@ def store_flat(p, frag, j: cutlass.Constexpr, e0, n, VEC: cutlass.Constexpr,
                     g1[0] = frag[e * W + w, j]
 
 
+def decompose(i, ex, I):
+    """Row-major coordinates of the dense index ``i`` over the extents ``ex`` (trace-time)."""
+    R = len(ex)
+    coords = [None] * R
+    rem = i
+    for q in range(R - 1, 0, -1):
+        qq = rem // ex[q]
+        coords[q] = rem - qq * ex[q]
+        rem = qq
+    coords[0] = rem
+    return coords
+
+
+@cute.jit
+def load_group(p, frag, j: cutlass.Constexpr, off, valid, inner0, scal, s0, s1,
+               VEC: cutlass.Constexpr, W: cutlass.Constexpr):
+    """frag[:, j] = VEC consecutive elements at offset ``off`` (one 16-byte access), the element
+    at ``off`` repeated when the operand's innermost stride is 0, or the scalar."""
+    if scal:
+        for e in cutlass.range_constexpr(VEC):
+            frag[e * W, j] = s0
+            if const_expr(W == 2):
+                frag[e * W + 1, j] = s1
+    elif valid:
+        if inner0:
+            g1 = cute.make_tensor(p + off * W, cute.make_layout(W))
+            for e in cutlass.range_constexpr(VEC):
+                for w in cutlass.range_constexpr(W):
+                    frag[e * W + w, j] = g1[w]
+        else:
+            g = cute.make_tensor(p + cute.assume(off * W, divby=VEC * W),
+                                 cute.make_layout(VEC * W))
+            cute.autovec_copy(g, frag[None, j])
+
+
+@cute.jit
+def store_group(p, frag, j: cutlass.Constexpr, off, valid, VEC: cutlass.Constexpr,
+                W: cutlass.Constexpr):
+    """VEC consecutive elements at offset ``off`` = frag[:, j] (one 16-byte access)."""
+    if valid:
+        g = cute.make_tensor(p + cute.assume(off * W, divby=VEC * W), cute.make_layout(VEC * W))
+        cute.autovec_copy(frag[None, j], g)
+
+
 @cute.jit
 def load_elem(p, frag, j: cutlass.Constexpr, off, valid, scal, s0, s1, W: cutlass.Constexpr):
     """frag[:, j] = the element at offset ``off`` (or the scalar when ``scal``)."""
@@ -158,8 +202,10 @@ def build(knobs: dict):
         "baracuda_dsl.kernels.elementwise_bw", fromlist=["BACKWARD"]).BACKWARD[spec.name]
     VEC = vec_width(knobs)
     FLAT = path == "flat"
-    R = 4 if path == "s4" else 8
-    I = Int32 if path == "s4" else Int64
+    VGROUP = path == "v4"
+    UNIT = VEC if VGROUP else 1  # elements per thread-level unit on the strided paths
+    R = 8 if path == "s8" else 4
+    I = Int64 if path == "s8" else Int32
     pct = Float64 if ct is Float64 else Float32  # parameter compute type (floats)
 
     def formula(vals, p0, p1, p2):
@@ -199,11 +245,11 @@ def build(knobs: dict):
         si = [ia, ib, ic, id_]
         # storage fragments: (words per element · VEC, ILP) per operand
         fin = [cute.make_rmem_tensor(
-            cute.make_layout((VEC * WORDS.get(ins[k], 1), ILP)), STORAGE[ins[k]])
-            for k in range(NIN)]
+            cute.make_layout(((VEC if FLAT or VGROUP else 1) * WORDS.get(ins[k], 1), ILP)),
+            STORAGE[ins[k]]) for k in range(NIN)]
         fout = [cute.make_rmem_tensor(
-            cute.make_layout((VEC * WORDS.get(outs[k], 1), ILP)), STORAGE[outs[k]])
-            for k in range(NOUT)]
+            cute.make_layout(((VEC if FLAT or VGROUP else 1) * WORDS.get(outs[k], 1), ILP)),
+            STORAGE[outs[k]]) for k in range(NOUT)]
         if const_expr(FLAT):
             base = (Int64(bidx) * ILP) * THREADS + Int64(tidx)
             for k in cutlass.range_constexpr(NIN):
@@ -239,35 +285,51 @@ def build(knobs: dict):
                     [so20, so21, so22, so23, so24, so25, so26, so27]]
             ex = [I(ext[8 - R + q]) for q in range(R)]
             base = I(bidx) * I(ILP * THREADS) + I(tidx)
-            nn = I(n)
+            if const_expr(VGROUP):
+                # v4: thread-level unit = a group of VEC consecutive elements of one row
+                nn = I(n) // I(VEC)
+            else:
+                nn = I(n)
             valid = [base + I(j * THREADS) < nn for j in range(ILP)]
             ooff = []
             for j in cutlass.range_constexpr(ILP):
-                # row-major coordinates of the dense output index (0 for lanes past the end)
-                rem = I(cutlass.select_(valid[j], base + I(j * THREADS), I(0)))
-                coords = [None] * R
-                for q in cutlass.range_constexpr(R - 1, 0, -1):
-                    qq = rem // ex[q]
-                    coords[q] = rem - qq * ex[q]
-                    rem = qq
-                coords[0] = rem
+                # coordinates of the unit's first element (0 for units past the end)
+                first = I(cutlass.select_(valid[j], base + I(j * THREADS), I(0)))
+                if const_expr(VGROUP):
+                    first = first * I(VEC)
+                coords = decompose(first, ex, I)
                 ooff.append([offset(coords, sout[k][8 - R:], I) for k in range(NOUT)])
                 for k in cutlass.range_constexpr(NIN):
                     W = WORDS.get(ins[k], 1)
                     sw = from_compute(ins[k], scalar_value(ins[k], sf[k], sg[k], si[k]))
                     scal = ((smask >> k) & 1) != 0
-                    load_elem(pin[k], fin[k], j, Int64(offset(coords, sin_[k][8 - R:], I)),
-                              valid[j], scal, sw[0], sw[W - 1], W)
+                    off = Int64(offset(coords, sin_[k][8 - R:], I))
+                    if const_expr(VGROUP):
+                        load_group(pin[k], fin[k], j, off, valid[j], sin_[k][7] == Int64(0),
+                                   scal, sw[0], sw[W - 1], VEC, W)
+                    else:
+                        load_elem(pin[k], fin[k], j, off, valid[j], scal, sw[0], sw[W - 1], W)
             for j in cutlass.range_constexpr(ILP):
-                vals = [to_compute(ins[k], [fin[k][w, j] for w in range(WORDS.get(ins[k], 1))])
-                        for k in range(NIN)]
-                res = formula(vals, p0, p1, p2)
-                for k in cutlass.range_constexpr(NOUT):
-                    W = WORDS.get(outs[k], 1)
-                    ws = from_compute(outs[k], res[k])
-                    store_elem(pout[k], Int64(ooff[j][k]), valid[j], ws[0], ws[W - 1], W)
+                for e in cutlass.range_constexpr(UNIT):
+                    vals = [to_compute(ins[k], [fin[k][e * WORDS.get(ins[k], 1) + w, j]
+                                                for w in range(WORDS.get(ins[k], 1))])
+                            for k in range(NIN)]
+                    res = formula(vals, p0, p1, p2)
+                    for k in cutlass.range_constexpr(NOUT):
+                        W = WORDS.get(outs[k], 1)
+                        ws = from_compute(outs[k], res[k])
+                        if const_expr(VGROUP):
+                            for w in cutlass.range_constexpr(W):
+                                fout[k][e * W + w, j] = ws[w]
+                        else:
+                            store_elem(pout[k], Int64(ooff[j][k]), valid[j], ws[0], ws[W - 1],
+                                       W)
+                if const_expr(VGROUP):
+                    for k in cutlass.range_constexpr(NOUT):
+                        store_group(pout[k], fout[k], j, Int64(ooff[j][k]), valid[j], VEC,
+                                    WORDS.get(outs[k], 1))
 
-    per_block = THREADS * ILP * (VEC if FLAT else 1)
+    per_block = THREADS * ILP * (VEC if FLAT or VGROUP else 1)
 
     @cute.jit
     def launch(o0: cute.Pointer, o1: cute.Pointer, o2: cute.Pointer, a: cute.Pointer,
@@ -306,7 +368,7 @@ def build(knobs: dict):
 
     def ptr(dts, k):
         st = STORAGE[dts[k]] if k < len(dts) else cutlass.Uint8
-        return make_ptr(st, 16, cute.AddressSpace.gmem, assumed_align=16 if FLAT else (
+        return make_ptr(st, 16, cute.AddressSpace.gmem, assumed_align=16 if FLAT or VGROUP else (
             STORAGE[dts[k]].width // 8 if k < len(dts) else 1))
 
     args = ([ptr(outs, k) for k in range(3)] + [ptr(ins, k) for k in range(4)] +

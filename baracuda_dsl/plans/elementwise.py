@@ -242,7 +242,8 @@ class ElementwisePlan(Plan):
         plan._n = prod(out_shape)
         plan._in_dts = tuple(_BY_SHORT[s] for s in op.in_dtypes(dt.short))
         plan._out_dts = tuple(_BY_SHORT[s] for s in op.out_dtypes(dt.short, out_short))
-        plan._knobs = {p: dict(base, path=p) for p in spec.paths_of(desc.op)}
+        plan._knobs = {p: dict(base, path=p) for p in (
+            spec.PATHS if desc.op == "cast" else spec.paths_of(desc.op, dt.short))}
         plan._vec = spec.vec_width(base)
         plan._params = tuple(desc.params) + (0.0,) * (3 - len(desc.params))
         plan._geo = {}  # call layout -> (path, argument tail, broadcast input strides)
@@ -381,14 +382,14 @@ class ElementwisePlan(Plan):
             o.ptr % 16 for o in outs)
         path, dims = _geometry(shape, in_str, tuple(o.strides for o in outs), mods, self._vec,
                                tuple(d.itemsize for d in self._in_dts),
-                               tuple(d.itemsize for d in self._out_dts))
+                               tuple(d.itemsize for d in self._out_dts), "v4" in self._knobs)
         return path, (None if dims is None else self._params + dims), in_str
 
     def _launch(self, path: str, out_ptrs, in_ptrs, scal, tail, dev: int, stream: int) -> None:
         kern = self._kernel(spec.ELEMENTWISE, self._knobs[path], dev)
         n = self._n
         ptrs = out_ptrs + _PAD_OUT[len(out_ptrs)] + in_ptrs + _PAD_IN[len(in_ptrs)]
-        per = spec.THREADS * spec.ILP * (self._vec if path == "flat" else 1)
+        per = spec.THREADS * spec.ILP * (self._vec if path in ("flat", "v4") else 1)
         ptrs.append(n)
         kern.launch(((n + per - 1) // per, 1, 1), ptrs + scal + list(tail), stream)
 
@@ -512,7 +513,7 @@ def _hazard(ins, outs, in_str) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def _geometry(shape, in_str, out_str, mods, vec: int, in_sz, out_sz):
+def _geometry(shape, in_str, out_str, mods, vec: int, in_sz, out_sz, v4: bool = False):
     """(path, 64 dim scalars) for one call layout, or (None, None) when only the temporaries
     fallback can run it."""
     n = prod(shape)
@@ -533,7 +534,31 @@ def _geometry(shape, in_str, out_str, mods, vec: int, in_sz, out_sz):
         span = sum((e - 1) * abs(s) for e, s in zip(cshape, st))
         if span >= _I32_MAX:
             return None, None
+    if v4 and _v4_ok(collapsed, in_str, len(out_str), mods, vec, in_sz + out_sz):
+        return "v4", _pack_dims(collapsed, in_str, len(out_str))
     return "s4", _pack_dims(collapsed, in_str, len(out_str))
+
+
+def _v4_ok(collapsed, in_str, nout: int, mods, vec: int, sizes) -> bool:
+    """The v4 conditions: innermost extent a multiple of ``vec``; outputs unit-stride innermost;
+    array inputs unit- or zero-stride innermost; every unit-stride operand's other strides
+    multiples of ``vec`` and its pointer aligned to the vector (``vec`` elements)."""
+    cshape = collapsed[0]
+    if not cshape or cshape[-1] % vec:
+        return False
+    sets = list(collapsed[1:])
+    # operand order in ``collapsed``: outputs, then the array inputs; mods/sizes: inputs, outputs
+    arr_in = [k for k, st in enumerate(in_str) if st is not None]
+    n_in = len(in_str)
+    order = [(sets[o], mods[n_in + o], sizes[n_in + o], True) for o in range(nout)]
+    order += [(sets[nout + i], mods[k], sizes[k], False) for i, k in enumerate(arr_in)]
+    for st, mod, sz, is_out in order:
+        inner = st[-1]
+        if inner == 0 and not is_out:
+            continue
+        if inner != 1 or any(x % vec for x in st[:-1]) or mod % (vec * sz):
+            return False
+    return True
 
 
 def _dense_equiv(shape, st) -> bool:

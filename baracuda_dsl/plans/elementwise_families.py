@@ -40,7 +40,7 @@ from ..templates import elementwise as spec
 from ..templates import row_norm as rn_spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PlanPreference
 from .elementwise import (ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan,
-                          broadcast_shapes, broadcast_strides, _precision)
+                          broadcast_shapes, _precision)
 
 _ALL = set(spec.OPS)
 UNARY_PARAM_OPS = frozenset(n for n, s in spec.OPS.items()

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Tuple
 
 from ..dtypes import ALL_DTYPES, FP4, DType, float32, float64
 from ..errors import InvalidProblemError, UnsupportedError

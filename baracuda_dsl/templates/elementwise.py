@@ -11,7 +11,10 @@ A SKU is ``(op, dtype[, out], path)``:
             128-bit vector loads/stores, ``ILP`` vectors in flight per thread;
             ``s4``:   strided (any strides incl. 0 = broadcast, negative), collapsed rank ≤ 4,
             numel and every offset < 2³¹ (Int32 index math);
-            ``s8``:   strided, rank ≤ 8, Int64 index math (numel ≥ 2³¹ or large spans)
+            ``v4``:   as s4, but every array operand has innermost stride 1 or 0 and the
+            innermost extent is a multiple of the vector width: one index decomposition and
+            one 16-byte access per vector (bias-style broadcasts); :data:`V4_OPS` only;
+            ``s8``:   ``copy`` only: strided, rank ≤ 8, Int64 index math (≥ 2³¹ elements)
 
 Every operand may instead be a scalar passed by value (bit ``k`` of ``smask``), so ``x + 2.0``,
 ``where(c, x, 0)`` and ``clip(x, 0, 6)`` read nothing but ``x``.  Half types (f16, bf16) and fp8
@@ -21,7 +24,7 @@ compute in f32, f64 in f64, integers in their own width (wrapping), complex as (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Tuple
+from typing import Optional, Tuple
 
 from ..jit import KernelTemplate, LaunchGeometry, params, register
 
@@ -192,21 +195,32 @@ def vec_width(knobs: dict) -> int:
     return max(1, 16 // max(ITEMSIZE[d] for d in dts))
 
 
-def paths_of(op: str) -> Tuple[str, ...]:
+#: ops that also get the ``v4`` path (floating dtypes): the ones commonly broadcast along the
+#: innermost dim (bias adds, scales, masks, gated units)
+V4_OPS = frozenset(("add", "subtract", "multiply", "divide", "maximum", "minimum", "where",
+                    "prelu", "fma", "addcmul", "lerp", "copy", "add_bw", "multiply_bw"))
+
+
+def paths_of(op: str, dtype: Optional[str] = None) -> Tuple[str, ...]:
     """Paths an op is built for: flat and s4 for all; ``copy`` also s8, the fallback that writes
     any strided (rank ≤ 8, ≥ 2³¹ elements) output: other ops run such problems on dense
-    temporaries (StridedCopy in, flat op, copy out)."""
-    return PATHS + ("s8",) if op == "copy" else PATHS
+    temporaries (StridedCopy in, flat op, copy out).  ``v4`` (strided, 16-byte vectors along a
+    unit- or zero-stride innermost dim) for the :data:`V4_OPS` on floating dtypes."""
+    p = PATHS + ("s8",) if op == "copy" else PATHS
+    if op in V4_OPS and (dtype is None or dtype in FLOAT):
+        p = p + ("v4",)
+    return p
 
 
 def _space():
     for spec in OPS.values():
-        for path in paths_of(spec.name):
-            if spec.name == "cast":
+        if spec.name == "cast":
+            for path in PATHS:
                 for a, b in cast_pairs():
                     yield dict(op="cast", dtype=a, out=b, path=path)
-                continue
-            for dt in spec.dtypes:
+            continue
+        for dt in spec.dtypes:
+            for path in paths_of(spec.name, dt):
                 yield dict(op=spec.name, dtype=dt, path=path)
 
 
