@@ -15,7 +15,6 @@ from baracuda_dsl.plans.elementwise import (ElementwiseArgs, ElementwiseDescript
 from baracuda_dsl.templates.elementwise import OPS
 from baracuda_dsl.tensor import TensorView
 
-from . import _dtypes as _dt
 from ._array_object import Array
 
 _SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex)
@@ -51,32 +50,42 @@ def apply(op: str, operands: Sequence, dtype: DType, *, out_dtype: Optional[DTyp
     """Run elementwise ``op`` on ``operands`` (Arrays or Python scalars) with value dtype
     ``dtype``; array operands of another dtype are cast first.  Returns the output Arrays
     (new dense arrays, or ``outs`` when given: views written in place)."""
-    spec = OPS.get(op)
-    if spec is None:
+    if op not in OPS:
         raise UnsupportedError(f"elementwise op {op!r} is not wired")
-    want = spec.in_dtypes(dtype.short)
-    ops, shapes = [], []
-    arrays = [x for x in operands if isinstance(x, Array)]
-    dev = _device_of(arrays, outs)
+    shapes = []
+    dev = None
     for k, x in enumerate(operands):
         if isinstance(x, Array):
-            wdt = dtype if want[k] == dtype.short else _dt._d.dtype(want[k])
-            if x.dtype != wdt:
-                x = cast(x, wdt)
-            ops.append(x)
             shapes.append(x._shape)
-        elif isinstance(x, _SCALARS) or hasattr(x, "dtype") and not hasattr(x, "shape"):
-            ops.append(x)
+            if dev is None:
+                dev = x._device
+            elif x._device != dev:
+                raise DeviceMismatchError(f"operands on different devices: {dev} and "
+                                          f"{x._device}")
+        elif isinstance(x, _SCALARS):
             shapes.append(None)
         else:
             raise TypeError(f"{op}: operand {k} must be an array_api Array or a Python scalar, "
                             f"got {type(x).__name__}")
-    shp = tuple(shape) if shape is not None else None
-    plan = plan_for(op, tuple(shapes), dtype, out_dtype, tuple(float(p) for p in params), shp)
-    ins = [_view(x) if isinstance(x, Array) else x for x in ops]
+    if outs is not None or dev is None:
+        dev = _device_of([x for x in operands if isinstance(x, Array)], outs)
+    if type(params) is not tuple:
+        params = tuple(float(p) for p in params)
+    plan = plan_for(op, tuple(shapes), dtype, out_dtype, params,
+                    None if shape is None else tuple(shape))
+    want = plan._in_dts
+    ins = []
+    for k, x in enumerate(operands):
+        if isinstance(x, Array):
+            if x._dtype is not want[k]:
+                x = cast(x, want[k])
+            ins.append(TensorView._trusted(x._ptr, x._shape, x._strides, x._dtype,
+                                           dev.ordinal, x))
+        else:
+            ins.append(x)
     if outs is None:
-        outs = [Array._empty(plan.out_shape, d, dev) for d in plan.out_dtypes]
-        if plan.is_empty():
+        outs = [Array._empty(plan._out_shape, d, dev) for d in plan._out_dts]
+        if plan._n == 0:
             return outs
         # fresh outputs of the right shape/dtype and trusted input views: skip re-validation
         plan._launch_views(ins, [_view(o) for o in outs], dev.ordinal, 0, fresh=True)

@@ -45,15 +45,15 @@ _FP8 = (_d.float8_e4m3, _d.float8_e5m2)
 
 #: the standard's dtype categories (float16 / bfloat16 count as real floating extensions)
 CATEGORIES = {
-    "all": _BOOL + _INT + _RFLOAT + _CFLOAT,
-    "numeric": _INT + _RFLOAT + _CFLOAT,
-    "real numeric": _INT + _RFLOAT,
-    "integer": _INT,
-    "integer or boolean": _INT + _BOOL,
-    "boolean": _BOOL,
-    "real floating-point": _RFLOAT,
-    "complex floating-point": _CFLOAT,
-    "floating-point": _RFLOAT + _CFLOAT,
+    "all": frozenset(_BOOL + _INT + _RFLOAT + _CFLOAT),
+    "numeric": frozenset(_INT + _RFLOAT + _CFLOAT),
+    "real numeric": frozenset(_INT + _RFLOAT),
+    "integer": frozenset(_INT),
+    "integer or boolean": frozenset(_INT + _BOOL),
+    "boolean": frozenset(_BOOL),
+    "real floating-point": frozenset(_RFLOAT),
+    "complex floating-point": frozenset(_CFLOAT),
+    "floating-point": frozenset(_RFLOAT + _CFLOAT),
 }
 _REAL_OF = {_d.complex64: _d.float32, _d.complex128: _d.float64}
 _PY_SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex)

@@ -36,15 +36,10 @@ class DType:
     dlpack: tuple
     cute: Optional[str]
 
-    def __eq__(self, other) -> bool:
-        # dtypes are module singletons: identity first, then the name (copies made by pickling)
-        return self is other or (isinstance(other, DType) and other.name == self.name)
-
-    def __ne__(self, other) -> bool:
-        return not (self is other or (isinstance(other, DType) and other.name == self.name))
-
-    def __hash__(self) -> int:
-        return hash(self.name)
+    # DTypes are module singletons: equality and hashing are by identity (C-level, fast on the
+    # dispatch hot path); pickling and copying return the singleton of the same name.
+    def __reduce__(self):
+        return (dtype, (self.name,))
 
     def __repr__(self) -> str:  # pragma: no cover - trivial
         return f"baracuda_dsl.{self.name}"
