@@ -48,7 +48,8 @@ from ._elementwise_functions import __all__ as _elementwise_names
 from ._extensions import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from ._info import __array_namespace_info__
 from ._searching_functions import where
-from ._manipulation_functions import (ascontiguousarray, broadcast_to, expand_dims, flip,
+from ._utility_functions import all, any  # noqa: A004
+from ._manipulation_functions import (ascontiguousarray, broadcast_arrays, broadcast_to, expand_dims, flip,
                                       matrix_transpose, permute_dims, repeat, reshape, squeeze,
                                       tile)
 
@@ -67,7 +68,7 @@ __all__ = [
     "__array_api_version__", "__array_namespace_info__", "Array", "Device", "UnsupportedError",
     "asarray", "empty", "empty_like", "from_dlpack", "full", "full_like", "ones", "ones_like",
     "zeros", "zeros_like", "asnumpy", "arange", "eye", "linspace", "meshgrid", "tril", "triu",
-    "astype", "can_cast", "result_type", "where",
+    "astype", "can_cast", "result_type", "where", "all", "any", "broadcast_arrays",
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
     "isdtype", "finfo", "iinfo",

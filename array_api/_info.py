@@ -11,7 +11,10 @@ from __future__ import annotations
 from . import _dtypes as _dt
 from ._device import Device, as_device
 
-_DTYPES = _dt._boolean_dtypes + _dt._numeric_dtypes
+#: the standard's 13 dtypes (float16 / bfloat16 are extensions usable everywhere, but the
+#: inspection API lists only what the standard defines)
+_DTYPES = tuple(d for d in _dt._boolean_dtypes + _dt._numeric_dtypes
+                if d not in (_dt.float16, _dt.bfloat16))
 
 
 def _check_device(device) -> None:

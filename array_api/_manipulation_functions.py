@@ -102,6 +102,15 @@ def squeeze(x: Array, /, axis) -> Array:
     return x._view(0, tuple(x.shape[i] for i in keep), tuple(x.strides[i] for i in keep))
 
 
+def broadcast_arrays(*arrays: Array) -> list:
+    """Views of ``arrays`` broadcast to their common shape (no copies; ValueError when the
+    shapes do not broadcast)."""
+    from baracuda_dsl.plans.elementwise import broadcast_shapes
+
+    shape = broadcast_shapes(*(a.shape for a in arrays))
+    return [broadcast_to(a, shape) for a in arrays]
+
+
 def broadcast_to(x: Array, /, shape) -> Array:
     shape = tuple(int(s) for s in shape)
     if len(shape) < x.ndim:

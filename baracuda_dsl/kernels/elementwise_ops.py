@@ -383,6 +383,105 @@ def csign(a):
     return sel(z, (t(0.0), t(0.0)), (a[0] / d, a[1] / d))
 
 
+def cadd(a, b):
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def csub(a, b):
+    return (a[0] - b[0], a[1] - b[1])
+
+
+def cscale(a, k):
+    return (a[0] * k, a[1] * k)
+
+
+def times_i(a):
+    return (-a[1], a[0])
+
+
+def times_minus_i(a):
+    return (a[1], -a[0])
+
+
+def csinh(a):
+    return (M.sinh(a[0]) * M.cos(a[1]), M.cosh(a[0]) * M.sin(a[1]))
+
+
+def ccosh(a):
+    return (M.cosh(a[0]) * M.cos(a[1]), M.sinh(a[0]) * M.sin(a[1]))
+
+
+def ctanh(a):
+    """tanh(x + iy) = (sinh 2x + i sin 2y) / (cosh 2x + cos 2y); |x| > 20 → ±1 + 0i·sin 2y."""
+    t = type(a[0])
+    x2, y2 = a[0] * t(2.0), a[1] * t(2.0)
+    d = M.cosh(x2) + M.cos(y2)
+    big = M.absf(a[0]) > t(20.0)
+    return (sel(big, M.copysign(t(1.0), a[0]), M.sinh(x2) / d),
+            sel(big, M.copysign(t(0.0), M.sin(y2)), M.sin(y2) / d))
+
+
+def csin(a):
+    return times_minus_i(csinh(times_i(a)))
+
+
+def ccos(a):
+    return ccosh(times_i(a))
+
+
+def ctan(a):
+    return times_minus_i(ctanh(times_i(a)))
+
+
+def clog1p(a):
+    t = type(a[0])
+    x, y = a
+    re = t(0.5) * M.log1p(x * (t(2.0) + x) + y * y)
+    return (re, M.atan2(y, t(1.0) + x))
+
+
+def cexpm1(a):
+    t = type(a[0])
+    s = M.sin(a[1] * t(0.5))
+    return (M.expm1(a[0]) * M.cos(a[1]) - t(2.0) * s * s, M.exp(a[0]) * M.sin(a[1]))
+
+
+def casinh(a):
+    """log(z + sqrt(z² + 1)), with the sign symmetry asinh(−z) = −asinh(z) for Re z < 0."""
+    t = type(a[0])
+    neg = a[0] < t(0.0)
+    z = sel(neg, (-a[0], -a[1]), a)
+    w = clog(cadd(z, csqrt(cadd(cmul(z, z), (t(1.0), t(0.0))))))
+    return sel(neg, (-w[0], -w[1]), w)
+
+
+def cacosh(a):
+    """log(z + sqrt(z + 1)·sqrt(z − 1))."""
+    t = type(a[0])
+    one = (t(1.0), t(0.0))
+    return clog(cadd(a, cmul(csqrt(cadd(a, one)), csqrt(csub(a, one)))))
+
+
+def catanh(a):
+    """(log1p(z) − log1p(−z)) / 2."""
+    t = type(a[0])
+    return cscale(csub(clog1p(a), clog1p((-a[0], -a[1]))), t(0.5))
+
+
+def casin(a):
+    return times_minus_i(casinh(times_i(a)))
+
+
+def cacos(a):
+    t = type(a[0])
+    s = casin(a)
+    return (t(math.pi / 2) - s[0], -s[1])
+
+
+def catan(a):
+    return times_minus_i(catanh(times_i(a)))
+
+
 def cpow(a, b):
     t = type(a[0])
     l = clog(a)
@@ -662,8 +761,23 @@ FORWARD = {
     "affine": lambda cx, x: (cx.p[0] * x + cx.p[1],),
 }
 for _n in ("acos acosh asin asinh atan atanh cos cosh expm1 log1p log2 log10 sin sinh tan tanh "
-           "ceil floor trunc").split():
+           "ceil floor").split():
     FORWARD[_n] = _f(_n)
+_COMPLEX_FORMS = {"acos": cacos, "acosh": cacosh, "asin": casin, "asinh": casinh, "atan": catan,
+                  "atanh": catanh, "cos": ccos, "cosh": ccosh, "sin": csin, "sinh": csinh,
+                  "tan": ctan, "tanh": ctanh, "expm1": cexpm1, "log1p": clog1p,
+                  "log2": lambda z: cscale(clog(z), type(z[0])(1.0 / math.log(2.0))),
+                  "log10": lambda z: cscale(clog(z), type(z[0])(1.0 / math.log(10.0)))}
+for _n, _cf in _COMPLEX_FORMS.items():
+    FORWARD[_n] = _cplx_or_real(getattr(M, _n), _cf)
+
+
+def trunc(x):
+    """Round toward zero: copysign(floor(|x|), x) (keeps −0, ±inf and NaN)."""
+    return M.copysign(M.floor(M.absf(x)), x)
+
+
+FORWARD["trunc"] = _unary_float(trunc)
 
 
 _SIGNED = {8: cutlass.Int8, 16: cutlass.Int16, 32: cutlass.Int32, 64: cutlass.Int64}

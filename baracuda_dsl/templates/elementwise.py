@@ -94,7 +94,9 @@ def _op(name, nin, dtypes, **kw) -> None:
 
 
 # ---------------------------------------------------------------- forward: the standard's ops
-_CPLX_UNARY = ("exp", "log", "sqrt", "square", "reciprocal", "sign", "negative", "conj")
+_CPLX_UNARY = ("exp", "log", "sqrt", "square", "reciprocal", "sign", "negative", "conj", "acos",
+               "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan",
+               "tanh", "expm1", "log1p", "log2", "log10")
 for _n in ("acos acosh asin asinh atan atanh cos cosh exp expm1 log log1p log2 log10 sin sinh "
            "sqrt tan tanh").split():
     _op(_n, 1, FLOATC if _n in _CPLX_UNARY else FLOAT, grad=f"{_n}_bw")
