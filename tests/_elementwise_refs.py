@@ -22,12 +22,8 @@ import math
 
 import numpy as np
 
-SINT = ("i8", "i16", "i32", "i64")
-UINT = ("u8", "u16", "u32", "u64")
-INT = SINT + UINT
-FLOAT = ("f16", "bf16", "f32", "f64")
-CPLX = ("c64", "c128")
-FP8 = ("fp8e4m3", "fp8e5m2")
+from baracuda_dsl.templates.elementwise import (CPLX, FLOAT, FP8, INT, ITEMSIZE, SINT,  # noqa: F401
+                                                UINT)
 
 NP_DTYPE = {"bool": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
             "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
@@ -38,9 +34,6 @@ TORCH_NAME = {"bool": "bool", "i8": "int8", "i16": "int16", "i32": "int32", "i64
               "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
               "c64": "complex64", "c128": "complex128", "fp8e4m3": "float8_e4m3fn",
               "fp8e5m2": "float8_e5m2"}
-ITEMSIZE = {"bool": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "u8": 1, "u16": 2, "u32": 4,
-            "u64": 8, "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "c64": 8, "c128": 16,
-            "fp8e4m3": 1, "fp8e5m2": 1}
 COMPONENT = {"c64": "f32", "c128": "f64"}
 FP8_MAX = {"fp8e4m3": 448.0, "fp8e5m2": 57344.0}
 
