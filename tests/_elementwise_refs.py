@@ -565,6 +565,10 @@ def _complex_ref(op, ins):
         "isinf": np.isinf, "isnan": np.isnan, "copy": np.copy, "add": np.add,
         "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
         "pow": np.power, "equal": np.equal, "not_equal": np.not_equal,
+        "acos": np.arccos, "acosh": np.arccosh, "asin": np.arcsin, "asinh": np.arcsinh,
+        "atan": np.arctan, "atanh": np.arctanh, "cos": np.cos, "cosh": np.cosh, "sin": np.sin,
+        "sinh": np.sinh, "tan": np.tan, "tanh": np.tanh, "expm1": np.expm1, "log1p": np.log1p,
+        "log2": np.log2, "log10": np.log10,
     }
     return table[op](*x)
 
