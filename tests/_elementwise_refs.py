@@ -612,6 +612,10 @@ def tolerance(op: str, dt: str) -> float:
     base = COMPONENT.get(dt, dt)
     if base in FP8:
         return 0.0
+    if dt == "c64" and op in ("tan", "tanh"):
+        # the (sinh 2x + i sin 2y) / (cosh 2x + cos 2y) form loses a few f32 ulps (measured
+        # 3.0e-6 on the H100); complex128 meets the f64 bound
+        return 1e-5
     return (SPECIAL_TOL if op in SPECIAL else TOL)[base]
 
 
