@@ -79,8 +79,7 @@ def apply(op: str, operands: Sequence, dtype: DType, *, out_dtype: Optional[DTyp
         if isinstance(x, Array):
             if x._dtype is not want[k]:
                 x = cast(x, want[k])
-            ins.append(TensorView._trusted(x._ptr, x._shape, x._strides, x._dtype,
-                                           dev.ordinal, x))
+            ins.append(_view(x))
         else:
             ins.append(x)
     if outs is None:

@@ -137,8 +137,9 @@ def check_finite(value: float, what: str) -> float:
 
 def view_arg(obj, name: str, *, shape: Optional[Tuple[int, ...]] = None,
              dtype: Optional[DType] = None, device: Optional[int] = None,
-             optional: bool = False) -> Optional[TensorView]:
-    """Turn an Args field into a TensorView and check shape / dtype / device / buffer size."""
+             optional: bool = False, align: Optional[int] = None) -> Optional[TensorView]:
+    """Turn an Args field into a TensorView and check shape / dtype / device / pointer
+    alignment (``align`` bytes; default the element size) / buffer size."""
     if obj is None:
         if optional:
             return None
@@ -150,10 +151,11 @@ def view_arg(obj, name: str, *, shape: Optional[Tuple[int, ...]] = None,
         raise UnsupportedError(f"{name}: dtype {v.dtype.name} != plan dtype {dtype.name}")
     if device is not None and v.device != device:
         raise DeviceMismatchError(f"{name}: on device {v.device}, plan runs on device {device}")
-    if v.ptr % v.dtype.itemsize:
+    a = v.dtype.itemsize if align is None else align
+    if v.ptr % a:
         if v.numel:
-            raise MisalignedOperandError(f"{name}: pointer {v.ptr:#x} is not aligned to its "
-                                         f"element size {v.dtype.itemsize}")
+            raise MisalignedOperandError(f"{name}: pointer {v.ptr:#x} is not aligned to "
+                                         f"{a} bytes ({v.dtype.name})")
     if v.capacity_bytes is not None and v.numel:
         need = v.required_bytes()
         if v.capacity_bytes < need:

@@ -37,9 +37,10 @@ from .. import dtypes as _dt
 from ..dtypes import DType
 from ..errors import InvalidProblemError, UnsupportedError
 from ..jit import freeze_knobs
-from ..plan import Plan, check_writable_no_overlap, collapse_dims, plan_arch, prod, resolve_pref
+from ..plan import (Plan, check_writable_no_overlap, collapse_dims, plan_arch, prod,
+                    resolve_pref, view_arg)
 from ..runtime.stream import stream_handle
-from ..tensor import MAX_RANK, TensorView, as_view, check_shape, contiguous_strides
+from ..tensor import MAX_RANK, TensorView, check_shape, contiguous_strides
 from ..templates import elementwise as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 
@@ -79,6 +80,12 @@ def _precision(dt: DType) -> PrecisionGuarantee:
     else:
         math_dt = dt
     return PrecisionGuarantee(math_precision=math_dt, accumulator=math_dt)
+
+
+def _align(dt: DType) -> int:
+    """Pointer alignment the kernel needs: the element size (a complex component's size:
+    complex values are read as two words)."""
+    return dt.itemsize // 2 if dt.kind == "c" else dt.itemsize
 
 
 def wired_dtypes(op: str) -> Tuple[DType, ...]:
@@ -285,51 +292,20 @@ class ElementwisePlan(Plan):
                                               f"got {type(x).__name__}")
                 ins.append(x.item() if isinstance(x, np.generic) else x)
                 continue
-            v = x if type(x) is TensorView else as_view(x)
-            if v.shape != shp:
-                raise InvalidProblemError(f"{d.op}: input {k} shape {v.shape} != described {shp}")
-            if v.dtype != self._in_dts[k]:
-                raise UnsupportedError(f"{d.op}: input {k} dtype {v.dtype.name} != "
-                                       f"{self._in_dts[k].name}")
-            dev = v.device if dev is None else dev
-            if v.device != dev:
-                from ..errors import DeviceMismatchError
-
-                raise DeviceMismatchError(f"{d.op}: inputs on devices {dev} and {v.device}")
-            self._check_ptr(v, f"input {k}")
+            dt = self._in_dts[k]
+            v = view_arg(x, f"{d.op} input {k}", shape=shp, dtype=dt, device=dev,
+                         align=_align(dt))
+            dev = v.device
             ins.append(v)
         outs = []
         for k, x in enumerate(args.outputs):
-            v = x if type(x) is TensorView else as_view(x)
-            if v.shape != self._out_shape:
-                raise InvalidProblemError(f"{d.op}: output {k} shape {v.shape} != broadcast "
-                                          f"shape {self._out_shape}")
-            if v.dtype != self._out_dts[k]:
-                raise UnsupportedError(f"{d.op}: output {k} dtype {v.dtype.name} != "
-                                       f"{self._out_dts[k].name}")
-            dev = v.device if dev is None else dev
-            if v.device != dev:
-                from ..errors import DeviceMismatchError
-
-                raise DeviceMismatchError(f"{d.op}: output {k} on device {v.device}, operands on "
-                                          f"{dev}")
+            dt = self._out_dts[k]
+            v = view_arg(x, f"{d.op} output {k}", shape=self._out_shape, dtype=dt, device=dev,
+                         align=_align(dt))
+            dev = v.device
             check_writable_no_overlap(v, f"{d.op} output {k}")
-            self._check_ptr(v, f"output {k}")
             outs.append(v)
         return ins, outs, dev
-
-    @staticmethod
-    def _check_ptr(v: TensorView, name: str) -> None:
-        align = v.dtype.itemsize // 2 if v.dtype.kind == "c" else v.dtype.itemsize
-        if v.numel and v.ptr % align:
-            from ..errors import MisalignedOperandError
-
-            raise MisalignedOperandError(f"{name}: pointer {v.ptr:#x} is not aligned to "
-                                         f"{align} bytes ({v.dtype.name})")
-        if v.numel and v.capacity_bytes is not None and v.capacity_bytes < v.required_bytes():
-            from ..errors import BufferTooSmallError
-
-            raise BufferTooSmallError(v.required_bytes(), v.capacity_bytes, name)
 
     def can_implement(self, args) -> None:
         self._views(args)
@@ -359,17 +335,15 @@ class ElementwisePlan(Plan):
             scal = [sc.mask] + sc.f + sc.g + sc.i
         else:
             scal = _NO_SCALARS
-        hazard = not fresh and _hazard(ins, outs, in_str)
-        if path is not None and not hazard:
-            self._launch(path, [o.ptr for o in outs], [x.ptr if type(x) is TensorView else 0
-                                                       for x in ins], scal, tail, dev, stream)
-            return
-        if "s8" in self._knobs and not hazard:
-            self._launch("s8", [o.ptr for o in outs], [x.ptr if type(x) is TensorView else 0
-                                                       for x in ins], scal,
-                         self._params + _geometry8(self._out_shape, in_str,
-                                                   tuple(o.strides for o in outs)), dev, stream)
-            return
+        if fresh or not _hazard(ins, outs, in_str):
+            if path is None and "s8" in self._knobs:
+                path, tail = "s8", self._params + _geometry8(self._out_shape, in_str,
+                                                              tuple(o.strides for o in outs))
+            if path is not None:
+                self._launch(path, [o.ptr for o in outs],
+                             [x.ptr if type(x) is TensorView else 0 for x in ins], scal, tail,
+                             dev, stream)
+                return
         self._launch_via_temporaries(ins, outs, in_str, scal, dev, stream)
 
     def _layout(self, ins, outs):
@@ -481,18 +455,6 @@ def copy_plan(shape, dt: DType, arch) -> ElementwisePlan:
 
     return ElementwisePlan.select(ElementwiseDescriptor("copy", (shape,), dt),
                                   PlanPreference(arch=arch))
-
-
-def _overlaps_any(o: TensorView, ins) -> bool:
-    lo, hi = o.span_elements()
-    a0, a1 = o.ptr + lo * o.itemsize, o.ptr + (hi + 1) * o.itemsize
-    for x in ins:
-        if type(x) is TensorView and x.numel:
-            l2, h2 = x.span_elements()
-            b0, b1 = x.ptr + l2 * x.itemsize, x.ptr + (h2 + 1) * x.itemsize
-            if a0 < b1 and b0 < a1:
-                return True
-    return False
 
 
 def _hazard(ins, outs, in_str) -> bool:
