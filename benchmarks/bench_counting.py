@@ -57,7 +57,9 @@ def _histc_row(torch):
     args = CountArgs(x, out)
     plan.run(args)
     ref = torch.histc(x, 100, -3, 3)
-    ok = int((out.double() - ref.double()).abs().sum()) <= 4  # torch bins in f32: edge rounding
+    # torch bins in float32, we in float64: a value within rounding of an edge may land in the
+    # neighbouring bin, so allow 1e-5 of the elements to move
+    ok = int((out.double() - ref.double()).abs().sum()) <= max(4, N // 100000)
     t = H.bench(lambda: plan.run(args), reps=15)
     tt = H.bench(lambda: torch.histc(x, 100, -3, 3), reps=15)
     return dict(case="histc f32 → 100 bins", n=N, ms=t.median, torch_ms=tt.median,

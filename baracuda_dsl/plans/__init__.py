@@ -14,6 +14,9 @@ from .normalization import (LayerNormArgs, LayerNormBackwardArgs, LayerNormBackw
                             LayerNormBackwardPlan, LayerNormDescriptor, LayerNormPlan,
                             RMSNormArgs, RMSNormBackwardArgs, RMSNormBackwardDescriptor,
                             RMSNormBackwardPlan, RMSNormDescriptor, RMSNormPlan)
+from .gather import GatherPlan, IndexCopyArgs, IndexCopyDescriptor, ScatterPlan
+from .histogram import (BincountDescriptor, BincountPlan, CountArgs, HistogramDescriptor,
+                        HistogramPlan)
 
 __all__ = [
     "RMSNormDescriptor", "RMSNormArgs", "RMSNormPlan",
@@ -26,4 +29,6 @@ __all__ = [
     "repeat_out_shape",
     "ElementwiseDescriptor", "ElementwiseArgs", "ElementwisePlan", "broadcast_shapes",
     "wired_dtypes",
+    "GatherPlan", "ScatterPlan", "IndexCopyDescriptor", "IndexCopyArgs",
+    "BincountDescriptor", "BincountPlan", "HistogramDescriptor", "HistogramPlan", "CountArgs",
 ] + list(_channel_norm.__all__) + list(_ew_families.__all__)
