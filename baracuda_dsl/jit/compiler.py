@@ -18,6 +18,7 @@ import concurrent.futures as cf
 import multiprocessing as mp
 import os
 import re
+import shutil
 import tempfile
 import threading
 import time
@@ -35,7 +36,13 @@ _POOL_LOCK = threading.Lock()
 def _worker_init(cute_arch: str) -> None:
     os.environ["CUTE_DSL_ARCH"] = cute_arch
     os.environ["CUTE_DSL_KEEP"] = "cubin,ptx"
-    os.environ["CUTE_DSL_DUMP_DIR"] = tempfile.mkdtemp(prefix="baracuda-dsl-dump-")
+    dump = tempfile.mkdtemp(prefix="baracuda-dsl-dump-")
+    os.environ["CUTE_DSL_DUMP_DIR"] = dump
+    # removed when the worker exits (multiprocessing runs its finalizers, not atexit, there)
+    from multiprocessing import util
+
+    util.Finalize(None, shutil.rmtree, args=(dump,), kwargs=dict(ignore_errors=True),
+                  exitpriority=0)
     # The DSL's own file cache would hand back objects without artifacts; we cache ourselves.
     os.environ.setdefault("CUTE_DSL_DISABLE_FILE_CACHING", "1")
 
