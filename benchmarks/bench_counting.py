@@ -83,7 +83,7 @@ def _unique_row(torch):
                 torch_ms=tt.median, gbs=H.gbs(4 * N_UNIQUE, t.median), ok=ok)
 
 
-def run(quick: bool = False, log=print) -> dict:
+def run(out_dir=None, quick: bool = False, log=print) -> dict:
     torch = H._torch()
     rows = []
     for fn in (lambda: _bincount_rows(torch, quick), lambda: [_histc_row(torch)],
@@ -97,7 +97,12 @@ def run(quick: bool = False, log=print) -> dict:
             for r in res:
                 log(f"counting: {r['case']}: {r['ms']:.3f} ms (torch {r['torch_ms']:.3f}) "
                     f"ok={r['ok']}")
-    return dict(rows=rows)
+    res = dict(rows=rows)
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+        with open(os.path.join(out_dir, "bench_counting.json"), "w") as f:
+            json.dump(res, f, indent=1, default=str)
+    return res
 
 
 def markdown(res: dict) -> str:
@@ -117,11 +122,8 @@ def main():
     ap.add_argument("--out")
     a = ap.parse_args()
     H.check_cuda()
-    res = run(a.quick)
+    res = run(a.out, a.quick)
     print(markdown(res))
-    if a.out:
-        with open(os.path.join(a.out, "bench_counting.json"), "w") as f:
-            json.dump(res, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import harness as H  # noqa: E402
 SIZES = [(1, 2**24), (1, 2**26), (1, 2**28), (4096, 4096)]
 QUICK = [(1, 2**24), (4096, 4096)]
 TOPK = [(4096, 4096, 64), (1, 2**24, 1024)]
+KTH = [(4096, 4096, 2048)]
 
 
 def _cupy():
@@ -104,6 +105,32 @@ def _bench_topk(rows, n, k):
                 status="ok" if ok else "FAIL (differs from torch.topk)")
 
 
+def _bench_kthvalue(rows, n, k):
+    import torch
+
+    from baracuda_dsl.plans.sort import KthvalueArgs, KthvalueDescriptor, KthvaluePlan
+
+    shape = (rows, n)
+    g = torch.Generator(device="cuda").manual_seed(2)
+    x = torch.rand(shape, device="cuda", generator=g)
+    d = KthvalueDescriptor(shape, k, -1, "float32", False)
+    plan = KthvaluePlan.select(d)
+    v = torch.empty(d.out_shape, device="cuda")
+    i = torch.empty(d.out_shape, dtype=torch.int64, device="cuda")
+    ws = torch.empty(max(plan.workspace_size(), 1), dtype=torch.uint8, device="cuda")
+    args = KthvalueArgs(x, v, i)
+    ours = H.bench(lambda: plan.run(args, workspace=ws), reps=10, warm=2, batch=2)
+    ref = torch.kthvalue(x, k, dim=-1)
+    ok = torch.equal(v, ref.values) and torch.equal(torch.gather(x, -1, i[:, None])[:, 0], v)
+    t_torch = H.bench(lambda: torch.kthvalue(x, k, dim=-1), reps=10, warm=2, batch=2)
+    keys = rows * n
+    return dict(op=f"kthvalue k={k}", shape="x".join(map(str, shape)), dtype="float32",
+                ms=ours.median, gkeys=keys / ours.median / 1e6, torch_ms=t_torch.median,
+                torch_gkeys=keys / t_torch.median / 1e6, vs_torch=t_torch.median / ours.median,
+                cupy_ms=None, vs_cupy=None, sku=str(plan.sku()),
+                status="ok" if ok else "FAIL (differs from torch.kthvalue)")
+
+
 def _free():
     import gc
 
@@ -133,6 +160,10 @@ def run(out_dir=None, quick=False, log=print):
     for r, n, k in (TOPK[:1] if quick else TOPK):
         res, msg = H.safe(_bench_topk, r, n, k)
         rows.append(res or _na(f"topk k={k}", f"{r}x{n}", msg))
+        log(_short(rows[-1]))
+    for r, n, k in KTH:
+        res, msg = H.safe(_bench_kthvalue, r, n, k)
+        rows.append(res or _na(f"kthvalue k={k}", f"{r}x{n}", msg))
         log(_short(rows[-1]))
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)

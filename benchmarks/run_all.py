@@ -3,9 +3,11 @@
     source .gpu/host-env.sh && python3 benchmarks/run_all.py --out $OUT [--quick]
 
 Order: torch/CUDA warm-up, the device-to-device copy ceiling (1 GiB, read + write), the
-normalisation benchmarks (bench_norms.py), the launch-path study (bench_launch.py; design (b)
-needs benchmarks/aot/build/libbench_aot.so, built on the DSL machine by
-benchmarks/aot/build_aot.py), then the copy ceiling again (drift check).  Writes ``DIR/bench.json``
+normalisation benchmarks (bench_norms.py), the elementwise benchmarks (bench_elementwise.py), the
+launch-path study (bench_launch.py; design (b) needs benchmarks/aot/build/libbench_aot.so, built on
+the DSL machine by benchmarks/aot/build_aot.py), the reduction / scan / sort / counting families
+(``--families``; bench_reductions.py, bench_scan.py, bench_sort.py, bench_counting.py), then the
+copy ceiling again (drift check).  Writes ``DIR/bench.json``
 (everything) and ``DIR/RESULTS.md`` (a fragment to paste into benchmarks/RESULTS.md), and prints a
 compact table last.  Budget: under 4 minutes on the H100 (``--quick``: about 1 minute).
 """
@@ -23,6 +25,27 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import harness as H  # noqa: E402
+
+
+# families of issue 4 onwards: (name, module, section title); each module has
+# run(out_dir, quick, log) -> rows (list or dict with "rows") and markdown(that)
+EXTRA = [("reductions", "bench_reductions", "Reductions"), ("scan", "bench_scan", "Scans"),
+         ("sort", "bench_sort", "Sorting and top-k"),
+         ("counting", "bench_counting", "Counting and sets")]
+
+
+def _extra_md(res: dict) -> list:
+    out = []
+    for fam, modname, title in EXTRA:
+        r = res.get(fam)
+        if r is None:
+            continue
+        out += [f"### {title}", ""]
+        if isinstance(r, dict) and r.get("error"):
+            out += [f"(failed: {r['error']})", ""]
+            continue
+        out += [__import__(modname).markdown(r), ""]
+    return out
 
 
 def _warmup():
@@ -71,6 +94,8 @@ def results_md(res: dict, cmd: str) -> str:
         "### Launch path",
         "",
         bench_launch.markdown(res["launch"]) if res["launch"].get("rows") else "(not run)",
+        "",
+        *_extra_md(res),
     ]
     return "\n".join(lines) + "\n"
 
@@ -102,6 +127,9 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-norms", action="store_true", help="no normalisation benchmarks")
     ap.add_argument("--skip-launch", action="store_true", help="no launch-path study")
     ap.add_argument("--skip-elementwise", action="store_true", help="no elementwise benchmarks")
+    ap.add_argument("--families", default=",".join(f for f, _, _ in EXTRA),
+                    help="comma-separated extra families to run (default all: "
+                         + ",".join(f for f, _, _ in EXTRA) + "; '' for none)")
     ns = ap.parse_args(argv)
 
     import bench_elementwise
@@ -130,6 +158,13 @@ def main(argv=None) -> int:
                           bench_elementwise.run(res["copy"]["gbs"], ns.quick, log=log))
     res["launch"] = (dict(rows=[]) if ns.skip_launch else
                      bench_launch.run(ns.aot_lib or bench_launch.DEFAULT_AOT, log=log))
+    for fam, modname, _title in EXTRA:
+        if fam in ns.families.split(","):
+            mod = __import__(modname)
+            out, err = H.safe(mod.run, ns.out, ns.quick, log)
+            res[fam] = dict(rows=[], error=err) if err else out
+            if err:
+                log(f"{fam}: {err}")
     res["copy_after"] = H.copy_bandwidth()
     res["wall_s"] = time.perf_counter() - t0
     cmd = "python3 benchmarks/run_all.py --out $OUT" + (" --quick" if ns.quick else "")

@@ -132,10 +132,11 @@ def test_bf16_key_transform():
 
 
 # ----------------------------------------------------------------------- bitonic fast path
-def emulate_bitonic(keys, n, N, full):
+def emulate_bitonic(keys, n, N, full, idx=None):
     """sort_rows' register-blocked network exactly as indexed: threads load their slots of a
     group through slot_index / swizzle, exchange in registers (direction from the slot or thread
-    bit), store back (pads: the all-ones key, indices >= n).  Also checks that every group is a
+    bit), store back (pads: the all-ones key, indices >= n; ``idx``: the indices of the N
+    slots, default the positions — sort_select's survivors).  Also checks that every group is a
     bijection of (thread, slot) onto the row and of the row onto shared memory."""
     from baracuda_dsl.kernels.sort_network import (BUCKET_THREADS, reg_bits, schedule,
                                                    slot_index, swizzle)
@@ -148,7 +149,7 @@ def emulate_bitonic(keys, n, N, full):
     li = np.arange(N)
     ks = np.full(N, np.uint64(full), np.uint64)
     ks[:n] = keys
-    mem_k[swizzle(li, swz)], mem_i[swizzle(li, swz)] = ks, li            # fill
+    mem_k[swizzle(li, swz)], mem_i[swizzle(li, swz)] = ks, (li if idx is None else idx)  # fill
     assert sorted(swizzle(li, swz).tolist()) == li.tolist()
     t = np.arange(TB)
     for lo, stages in schedule(N.bit_length() - 1, r):
@@ -207,6 +208,105 @@ def test_bitonic_network_is_stable_sort(n, desc):
     N = spec.bucket_for(max(n, 1))
     k = make_key(x, "f32", desc)     # pads tie with NaN keys: the index tie-break puts them last
     assert emulate_bitonic(k, n, N, 0xFFFFFFFF).tolist() == _ref_order(x, desc)
+
+
+# ------------------------------------------------------------------------- radix select
+def emulate_select(keys, n, k, bits, kb):
+    """sort_select, pass for pass: the k-th smallest (key, j) composite by 8-bit digits (key
+    digits, then position digits j >> 8, j & 255 — skipped like the kernel when top-k takes
+    every tie (Tj = NMAX) or kthvalue has one tie) with the kernel's prefix match / bin scan;
+    returns (Tk, Tj, survivors sorted by the bitonic network or None for kb = 0)."""
+    from baracuda_dsl.kernels.sort_select import NMAX, select_passes
+
+    full = (1 << bits) - 1
+    kv = np.full(NMAX, full, np.uint64)
+    kv[:n] = keys
+    j = np.arange(NMAX)
+    kk, pk, pj, ties = k, 0, 0, 0
+    for is_pos, s_ in select_passes(bits):
+        if is_pos and s_ == 8 and ties == (kk if kb else 1):
+            if kb:
+                pj = NMAX
+            else:
+                hit = np.nonzero((j < n) & (kv == np.uint64(pk)))[0]
+                assert len(hit) == 1
+                pj = int(hit[0])
+            kk = 1
+            break
+        m = j < n
+        if is_pos:
+            m &= kv == np.uint64(pk)
+            if s_ + 8 < 12:
+                m &= ((j ^ pj) >> (s_ + 8)) == 0
+            dig = (j >> s_) & 255
+        else:
+            if s_ + 8 < bits:
+                m &= ((kv ^ np.uint64(pk)) >> np.uint64(s_ + 8)) == 0
+            dig = ((kv >> np.uint64(s_)) & np.uint64(255)).astype(np.int64)
+        hist = np.bincount(dig[m], minlength=256)
+        excl = np.cumsum(hist) - hist
+        hit = np.nonzero((excl < kk) & (kk <= excl + hist))[0]
+        assert len(hit) == 1                                      # exactly one thread writes
+        d = int(hit[0])
+        kk -= int(excl[d])
+        ties = int(hist[d])
+        if is_pos:
+            pj |= d << s_
+        else:
+            pk |= d << s_
+    assert kk == 1                                                # the composite is unique
+    if kb == 0:
+        return pk, pj, None
+    sv = (j < n) & ((kv < np.uint64(pk)) | ((kv == np.uint64(pk)) & (j <= pj)))
+    assert int(sv.sum()) == k
+    pairs = np.full(kb, full, np.uint64)
+    pidx = NMAX + np.arange(kb)
+    pairs[:k], pidx[:k] = kv[sv], j[sv]
+    order = emulate_bitonic(pairs, kb, kb, full, idx=pidx)
+    return pk, pj, order[:k]
+
+
+@pytest.mark.parametrize("short,n,k,desc,mode", [
+    ("f32", 4096, 64, True, "topk"), ("f32", 1000, 1, False, "topk"),
+    ("f32", 300, 257, True, "topk"), ("u8", 4096, 1024, False, "topk"),
+    ("i16", 2049, 100, True, "topk"), ("f64", 3000, 200, False, "topk"),
+    ("bool", 4000, 64, True, "topk"), ("f32", 4096, 4096, False, "kth"),
+    ("f32", 1000, 1, False, "kth"), ("i64", 777, 400, False, "kth"), ("u8", 4096, 2049, False, "kth")])
+def test_select_emulation_matches_stable_sort(short, n, k, desc, mode):
+    rng = np.random.default_rng(n + k)
+    for trial in range(4):
+        x = _sample(rng, short, n)
+        if trial == 3:
+            x = rng.permutation(n).astype(x.dtype)                # (mostly) distinct: skips
+        elif trial == 1:
+            x[:] = x[0]                                           # all keys equal
+        elif trial == 2:
+            x = np.where(rng.random(n) < 0.5, x[0], x[1]).astype(x.dtype)   # two values
+        bits = spec.KEY_BITS[short]
+        keys = make_key(x, short, desc)
+        ref = _ref_order(x, desc)
+        tk, tj, top = emulate_select(keys, n, k, bits, 0 if mode == "kth" else
+                                     next(b for b in spec.SELECT_KB if b >= k and b > 0))
+        assert tk == int(keys[ref[k - 1]])
+        assert tj == ref[k - 1] or (mode == "topk" and tj == 4096)
+        if top is not None:
+            assert [int(v) for v in top] == ref[:k]
+
+
+def test_select_routing():
+    from baracuda_dsl.plans.sort import select_kb
+
+    assert select_kb(4096, 64, False) == 64 and select_kb(4096, 65, False) == 256
+    assert select_kb(4096, 1024, False) == 1024 and select_kb(4096, 1025, False) is None
+    assert select_kb(1000, 300, False) is None and select_kb(1000, 256, False) == 256
+    assert select_kb(64, 1, False) is None and select_kb(65, 1, False) == 64
+    assert select_kb(4097, 1, False) is None and select_kb(4096, 0, False) is None
+    assert select_kb(257, 3, True) == 0 and select_kb(256, 3, True) is None
+    t = TopkPlan.select(TopkDescriptor((4096, 4096), 64, -1, "f32"), PREF)
+    assert t.sku().template == "sort_select" and t.workspace_size() == 0
+    assert TopkPlan.select(TopkDescriptor((8, 5000), 64), PREF).sku().template == "radix_keys"
+    kp = KthvaluePlan.select(KthvalueDescriptor((3, 1000), 5, -1, "f64"), PREF)
+    assert kp.sku().template == "sort_select" and dict(kp.sku().knobs)["kb"] == 0
 
 
 # ------------------------------------------------------------------------------ radix sort
@@ -394,7 +494,7 @@ def test_sku_space():
 
     ts = all_templates(["sorting"])
     counts = {t.name: len(t.skus("sm90a")) for t in ts}
-    assert counts == {"sort_rows": 52, "radix_keys": 13, "radix_upsweep": 2, "radix_scan": 1,
+    assert counts == {"sort_rows": 52, "sort_select": 52, "radix_keys": 13, "radix_upsweep": 2, "radix_scan": 1,
                       "radix_scatter": 2, "sort_gather": 13, "sort_scatter_bw": 6,
                       "searchsorted": 26}
     assert sum(counts.values()) <= 250
@@ -413,6 +513,8 @@ def test_cross_compile(arch):
 
     for name, knobs, threads in [("sort_rows", dict(dtype="f64", bucket=4096), 512),
                                  ("sort_rows", dict(dtype="bf16", bucket=64), 32),
+                                 ("sort_select", dict(dtype="f32", kb=64), 256),
+                                 ("sort_select", dict(dtype="f64", kb=0), 256),
                                  ("radix_keys", dict(dtype="i8"), 256),
                                  ("radix_upsweep", dict(kbits=64), 256),
                                  ("radix_scan", dict(threads=256), 256),

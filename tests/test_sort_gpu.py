@@ -188,6 +188,20 @@ def test_sort_long_rows():
     _check_sort(_dev(b, "int64"), b, 1, True)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int64", "uint8", "float16", "bfloat16"])
+@pytest.mark.parametrize("kind", ["equal", "two", "zeros"])
+def test_sort_long_rows_skewed(dtype, kind):
+    """Radix path with degenerate digit histograms: every key equal (one bin per pass), two
+    values, ±0 mixed (equal keys, values kept bit-exact in input order); odd lengths spanning
+    several tiles."""
+    rng = np.random.default_rng(17)
+    for rows, n in [(1, 65537), (2, 20001)]:
+        a = _select_data(dtype, (rows, n), rng, "equal" if kind == "zeros" else kind)
+        if kind == "zeros" and dtype.startswith(("float", "bfloat")):
+            a = np.where(rng.random((rows, n)) < 0.5, 0.0, -0.0).astype(a.dtype)
+        _check_sort(_dev(a, dtype), _ref_host(a, dtype), 1, rows == 2)
+
+
 def test_sort_many_rows():
     rng = np.random.default_rng(12)
     a = rng.standard_normal((4096, 4096)).astype(np.float32)
@@ -242,6 +256,97 @@ def test_topk_vs_torch(dtype, shape, k, axis, largest):
     assert torch.equal(torch.gather(x, axis % len(shape), i), v)           # indices valid
     if k:
         assert int(i.min()) >= 0 and int(i.max()) < shape[axis]
+
+
+def _select_data(dtype, shape, rng, kind):
+    """Host data for the radix-select paths: random with ties / NaN / ±0, all keys equal, two
+    values, or (mostly) distinct values (exercises the skipped position passes)."""
+    a = _host(dtype, shape, rng, special=True)
+    if kind == "distinct":
+        a = rng.permutation(a.size).reshape(shape).astype(a.dtype)
+    elif kind == "equal":
+        a = np.full(shape, a.reshape(-1)[1], a.dtype)
+    elif kind == "two":
+        f = a.reshape(-1)
+        a = np.where(rng.random(shape) < 0.5, f[1], f[2]).astype(a.dtype)
+    return a
+
+
+def _check_select(x, host, k, axis, largest, kth=False, keepdims=False, template=None):
+    """top-k (or kthvalue) == columns [0, k) (column k-1) of the stable sort: values bit-exact,
+    indices exact (ties: lowest positions first)."""
+    dtype = str(x.dtype).replace("torch.", "")
+    shape = tuple(x.shape)
+    if kth:
+        d = KthvalueDescriptor(shape, k, axis, dtype, keepdims)
+        plan, out_shape = KthvaluePlan.select(d), d.out_shape
+    else:
+        d = TopkDescriptor(shape, k, axis, dtype, largest)
+        plan, out_shape = TopkPlan.select(d), d.out_shape
+    if template is not None:
+        assert plan.sku().template == template
+    v, i = _poison_vals(out_shape, x.dtype), _poison_idx(out_shape)
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
+    plan.run((KthvalueArgs if kth else TopkArgs)(x, v, i), workspace=ws)
+    torch.cuda.synchronize()
+    ax = axis % len(shape)
+    order = _stable_argsort(host, ax, largest and not kth)
+    sl = [slice(None)] * len(shape)
+    sl[ax] = slice(k - 1, k) if kth else slice(0, k)
+    ref_i = order[tuple(sl)]
+    ref_v = np.take_along_axis(host, ref_i, ax)
+    if kth and not keepdims:
+        ref_i, ref_v = np.squeeze(ref_i, ax), np.squeeze(ref_v, ax)
+    np.testing.assert_array_equal(_np(i), ref_i)
+    np.testing.assert_array_equal(_bits(_np(v)), _bits(ref_v))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32",
+                                   "int64", "uint8", "bool"])
+@pytest.mark.parametrize("kind", ["random", "equal", "two", "distinct"])
+def test_topk_select_path_exact(dtype, kind):
+    """sort_select top-k (rows ≤ 4096, k ≤ 1024 in a smaller bucket): k = 1, digit / bucket
+    edges, k = n, many ties, NaNs, both directions."""
+    rng = np.random.default_rng(21)
+    for rows, n, ks in [(3, 4096, (1, 64, 65, 256, 257, 1000, 1024)), (5, 1000, (1, 63, 256)),
+                        (2, 2049, (2, 255, 1024)), (4, 65, (1, 7)), (2, 257, (64, 257))]:
+        a = _select_data(dtype, (rows, n), rng, kind)
+        x = _dev(a, dtype)
+        host = _ref_host(a, dtype)
+        for k in ks:
+            for largest in (True, False):
+                tmpl = "sort_select" if k < n and k <= 256 else None
+                _check_select(x, host, k, 1, largest, template=tmpl)
+
+
+def test_topk_select_strided_and_axes():
+    rng = np.random.default_rng(22)
+    a = _host("float32", (3000, 6), rng)
+    x = _dev(a, "float32")
+    _check_select(x, a, 100, 0, True, template="sort_select")              # axis 0 (stride 6)
+    _check_select(x.t(), np.ascontiguousarray(a.T), 64, 1, False, template="sort_select")
+    b = _host("int16", (4, 5, 1500), rng)
+    xb = _dev(b, "int16")[:, ::2, ::-1]                                    # negative stride
+    _check_select(xb, np.ascontiguousarray(b[:, ::2, ::-1]), 33, -1, True,
+                  template="sort_select")
+    big = _host("float32", (4096, 4096), rng)                              # the benchmark shape
+    _check_select(_dev(big, "float32"), big, 64, 1, True, template="sort_select")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64", "int16", "uint8", "bool"])
+@pytest.mark.parametrize("kind", ["random", "equal", "two", "distinct"])
+def test_kthvalue_select_path_exact(dtype, kind):
+    rng = np.random.default_rng(23)
+    for shape, axis in [((1000,), 0), ((3, 4096), 1), ((2049, 3), 0), ((2, 300, 2), 1)]:
+        a = _select_data(dtype, shape, rng, kind)
+        x = _dev(a, dtype)
+        host = _ref_host(a, dtype)
+        n = shape[axis]
+        for k in (1, 2, 256, 257, n // 2 + 1, n - 1, n):
+            if 1 <= k <= n:
+                for keep in (False, True):
+                    _check_select(x, host, k, axis, False, kth=True, keepdims=keep,
+                                  template="sort_select")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64", "int16"])

@@ -33,10 +33,17 @@ def build(knobs: dict):
         row = row0 + Int64(bidy)
         off = row_offset7(row, [e0, e1, e2, e3, e4, e5, e6], [s0, s1, s2, s3, s4, s5, s6])
         j0 = Int64(bidx) * Int64(THREADS * ITEMS) + Int64(tidx)
+        rw = cute.make_rmem_tensor(cute.make_layout(ITEMS), W)
+        for it in cutlass.range_constexpr(ITEMS):              # independent loads first
+            j = j0 + Int64(it * THREADS)
+            w = W(0)
+            if j < n:
+                w = W(gload(psrc, off + j * sa))
+            rw[it] = w
         for it in cutlass.range_constexpr(ITEMS):
             j = j0 + Int64(it * THREADS)
             if j < n:
-                gstore(pkeys, row * n + j, make_key(gload(psrc, off + j * sa), desc, short))
+                gstore(pkeys, row * n + j, make_key(rw[it], desc, short))
                 gstore(pidx, row * n + j, Int32(j))
 
     @cute.jit

@@ -9,8 +9,10 @@ warp.  Then per digit an exclusive scan over the warps, and the global position 
     digit_base[d] (exclusive scan of the row's digit totals) + counts[row][d][t] (scanned)
     + warp offset + in-warp offset
 
-— input order is kept among equal digits (stable).  The writes are staged: every element first
-goes to its tile-local position ``p = tile_start[d] + warp offset + in-warp offset`` in shared
+— input order is kept among equal digits (stable).  A warp first loads the keys and indices
+of all its 16 steps into registers (independent loads), then ranks them.  The writes are
+staged: every element first goes to its
+tile-local position ``p = tile_start[d] + warp offset + in-warp offset`` in shared
 memory (the tile sorted by digit), then thread ``t`` writes local positions ``t, t+256, …`` to
 ``p + (digit_base[d] + counts[row][d][t] − tile_start[d])`` — runs of equal digits become
 contiguous global stores.  Keys and their int32 indices move to the other ping-pong buffer.
@@ -22,7 +24,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
-from .sort_common import block_exclusive_scan, gload, gstore, key_type
+from .sort_common import block_exclusive_scan, gload, gstore, key_type, sel
 
 THREADS, ITEMS, BINS = 256, 16, 256
 WARPS = THREADS // 32
@@ -72,15 +74,19 @@ def build(knobs: dict):
         rd = cute.make_rmem_tensor(cute.make_layout(ITEMS), Int32)
         rl = cute.make_rmem_tensor(cute.make_layout(ITEMS), Int32)
         lt_mask = cute.arch.lanemask_lt()
+        # all loads first (independent: one memory latency per tile, not one per step)
         for it in cutlass.range_constexpr(ITEMS):
             e = wbase + Int64(it * 32)
             k = KT(0)
             v = Int32(0)
-            d = Int32(BINS)
             if e < n:
                 k = KT(gload(pkin, rbase + e))
                 v = Int32(gload(piin, rbase + e))
-                d = Int32((k >> KT(shift)) & KT(BINS - 1))
+            rk[it] = k
+            ri[it] = v
+        for it in cutlass.range_constexpr(ITEMS):
+            e = wbase + Int64(it * 32)
+            d = sel(e < n, Int32((rk[it] >> KT(shift)) & KT(BINS - 1)), BINS, Int32)
             peers = cute.arch.match_sync(cute.arch.FULL_MASK, d)
             rank = Int32(cute.arch.popc(peers & lt_mask))
             cnt = Int32(cute.arch.popc(peers))
@@ -89,8 +95,6 @@ def build(knobs: dict):
             if rank == Int32(0):
                 whist[warp, d] = b + cnt
             cute.arch.sync_warp()
-            rk[it] = k
-            ri[it] = v
             rd[it] = d
             rl[it] = b + rank
         cute.arch.barrier()

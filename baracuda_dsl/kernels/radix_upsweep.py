@@ -32,11 +32,17 @@ def build(knobs: dict):
         cute.arch.barrier()
         row = row0 + Int64(bidy)
         base = Int64(bidx) * Int64(TILE)
+        rk = cute.make_rmem_tensor(cute.make_layout(ITEMS), KT)
+        for it in cutlass.range_constexpr(ITEMS):              # independent loads first
+            e = base + Int64(it * THREADS) + Int64(tid)
+            k = KT(0)
+            if e < n:
+                k = KT(gload(pkeys, row * n + e))
+            rk[it] = k
         for it in cutlass.range_constexpr(ITEMS):
             e = base + Int64(it * THREADS) + Int64(tid)
             if e < n:
-                k = gload(pkeys, row * n + e)
-                d = Int32((k >> KT(shift)) & KT(BINS - 1))
+                d = Int32((rk[it] >> KT(shift)) & KT(BINS - 1))
                 cute.arch.atomic_add((hist.iterator + d).llvm_ptr, Int32(1))
         cute.arch.barrier()
         gstore(pcounts, (row * Int64(BINS) + Int64(tid)) * tiles + Int64(bidx), hist[tid])

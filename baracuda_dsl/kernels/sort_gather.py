@@ -45,12 +45,24 @@ def build(knobs: dict):
         ooff = row_offset7(row, ee, [o0, o1, o2, o3, o4, o5, o6])
         soff = row_offset7(row, ee, [s0, s1, s2, s3, s4, s5, s6])
         c0 = Int64(bidx) * Int64(THREADS * ITEMS) + Int64(tidx)
+        ri = cute.make_rmem_tensor(cute.make_layout(ITEMS), Int32)
+        rk = cute.make_rmem_tensor(cute.make_layout(ITEMS), KT)
+        for it in cutlass.range_constexpr(ITEMS):              # independent loads first
+            c = c0 + Int64(it * THREADS)
+            iv = Int32(0)
+            kv = KT(0)
+            if c < ncols:
+                iv = Int32(gload(pws, row * n + col0 + c))
+                if want_vals != Int32(0):
+                    kv = KT(gload(pkeys, row * n + col0 + c))
+            ri[it] = iv
+            rk[it] = kv
         for it in cutlass.range_constexpr(ITEMS):
             c = c0 + Int64(it * THREADS)
             if c < ncols:
-                i = Int64(gload(pws, row * n + col0 + c))
+                i = Int64(ri[it])
                 if want_vals != Int32(0):
-                    k = KT(gload(pkeys, row * n + col0 + c))
+                    k = rk[it]
                     k = sel(desc != Int32(0), (~k) & KT(FULL), k, KT)
                     w = decode_key(k, short)
                     if const_expr(kind == "f"):

@@ -1,5 +1,5 @@
 """Small-row sort (the fast path): one CTA per row sorts ``n ≤ N`` (bucket) elements with a
-register-blocked bitonic network (:mod:`sort_network`) over (key, original index) pairs — for
+register-blocked bitonic network (:mod:`sort_block`, :mod:`sort_network`) over (key, original index) pairs — for
 keys of ≤ 32 bits packed into one Uint64 ``key << 32 | index`` (one compare per exchange), else
 a key array and an int32 index array.
 
@@ -25,7 +25,8 @@ from cutlass import Int32, Int64, Uint64, const_expr
 
 from .sort_common import (KEY_INFO, WORD, decode_key, dims_args, gload, gstore, key_needs_source,
                           key_type, make_key, row_offset7, sel)
-from .sort_network import BUCKET_THREADS, reg_bits, schedule, slot_index, swizzle
+from .sort_block import BlockNetwork
+from .sort_network import BUCKET_THREADS, reg_bits, swizzle
 
 
 def build(knobs: dict):
@@ -38,77 +39,17 @@ def build(knobs: dict):
     KT = key_type(bits)
     W = WORD[bits]
     FULL = (1 << bits) - 1
-    LOG = N.bit_length() - 1
     LOADS = N // TB
     PACK = bits <= 32
     SWZ = r == 3
-    SCHED = schedule(LOG, r)
     smem_bytes = N * (KT.width // 8) + N * 4 + 64      # == N·8 + 64 when packed
 
-    def exchange_packed(rr, s, s2, up):
-        a = rr[s]
-        b = rr[s2]
-        lt = a < b
-        mn = sel(lt, a, b, Uint64)
-        mx = sel(lt, b, a, Uint64)
-        if up is True:
-            rr[s] = mn
-            rr[s2] = mx
-        elif up is False:
-            rr[s] = mx
-            rr[s2] = mn
-        else:
-            rr[s] = sel(up, mn, mx, Uint64)
-            rr[s2] = sel(up, mx, mn, Uint64)
-
-    def exchange_split(rk, ri, s, s2, up):
-        ka = rk[s]
-        kb = rk[s2]
-        ia = ri[s]
-        ib = ri[s2]
-        gt = (ka > kb) | ((ka == kb) & (ia > ib))          # b before a in ascending order
-        g = sel(gt, 1, 0, Int32)
-        if up is True:
-            swap = g == Int32(1)
-        elif up is False:
-            swap = g == Int32(0)
-        else:
-            swap = g == sel(up, 1, 0, Int32)
-        rk[s] = sel(swap, kb, ka, KT)
-        rk[s2] = sel(swap, ka, kb, KT)
-        ri[s] = sel(swap, ib, ia, Int32)
-        ri[s2] = sel(swap, ia, ib, Int32)
+    net = BlockNetwork(N, KT, PACK)
 
     def network(tid, scomb, skey, sidx, rr, rk, ri):
-        """The whole bitonic network (trace-time loops over the schedule; one barrier per
-        group)."""
-        for lo, stages in SCHED:
-            pos = [swizzle(slot_index(tid, s, lo, r), SWZ) for s in range(R)]
-            for s in range(R):
-                if PACK:
-                    rr[s] = scomb[pos[s]]
-                else:
-                    rk[s] = skey[pos[s]]
-                    ri[s] = sidx[pos[s]]
-            for kk, jj in stages:
-                bj = jj - lo
-                up_thread = None
-                if kk - lo >= r:
-                    up_thread = ((tid >> Int32(kk - r)) & Int32(1)) == Int32(0)
-                for s in range(R):
-                    if ((s >> bj) & 1) == 0:
-                        s2 = s | (1 << bj)
-                        up = up_thread if up_thread is not None else (((s >> (kk - lo)) & 1) == 0)
-                        if PACK:
-                            exchange_packed(rr, s, s2, up)
-                        else:
-                            exchange_split(rk, ri, s, s2, up)
-            for s in range(R):
-                if PACK:
-                    scomb[pos[s]] = rr[s]
-                else:
-                    skey[pos[s]] = rk[s]
-                    sidx[pos[s]] = ri[s]
+        """The whole bitonic network (one barrier per group)."""
+        for g in range(len(net.groups)):
+            net.group(g, tid, scomb, skey, sidx, rr, rk, ri)
             cute.arch.barrier()
 
     @cute.kernel
@@ -139,12 +80,18 @@ def build(knobs: dict):
         ee = [e0, e1, e2, e3, e4, e5, e6]
         soff = row_offset7(bidx, ee, [s0, s1, s2, s3, s4, s5, s6])
         ooff = row_offset7(bidx, ee, [o0, o1, o2, o3, o4, o5, o6])
-        # fill: coalesced global reads, keys + indices into (swizzled) shared memory
+        # fill: coalesced global reads (all issued first), keys + indices into (swizzled)
+        # shared memory
+        rw = cute.make_rmem_tensor(cute.make_layout(LOADS), W)
         for t in cutlass.range_constexpr(LOADS):
             li = tid + Int32(t * TB)
-            k = KT(FULL)
+            w = W(0)
             if Int64(li) < n:
-                k = make_key(gload(psrc, soff + Int64(li) * sa), desc, short)
+                w = W(gload(psrc, soff + Int64(li) * sa))
+            rw[t] = w
+        for t in cutlass.range_constexpr(LOADS):
+            li = tid + Int32(t * TB)
+            k = sel(Int64(li) < n, make_key(rw[t], desc, short), FULL, KT)
             ps = swizzle(li, SWZ)
             if const_expr(PACK):
                 scomb[ps] = (Uint64(k) << Uint64(32)) | Uint64(li)

@@ -17,6 +17,17 @@ from .normalization import (LayerNormArgs, LayerNormBackwardArgs, LayerNormBackw
 from .gather import GatherPlan, IndexCopyArgs, IndexCopyDescriptor, ScatterPlan
 from .histogram import (BincountDescriptor, BincountPlan, CountArgs, HistogramDescriptor,
                         HistogramPlan)
+from .compaction import CompactArgs, CompactDescriptor, CompactPlan
+from .scan import (ScanArgs, ScanBackwardArgs, ScanBackwardDescriptor, ScanBackwardPlan,
+                   ScanDescriptor, ScanPlan)
+from .searchsorted import SearchsortedArgs, SearchsortedDescriptor, SearchsortedPlan
+from .sort import (ArgsortArgs, ArgsortDescriptor, ArgsortPlan, KthvalueArgs, KthvalueDescriptor,
+                   KthvaluePlan, MsortArgs, MsortDescriptor, MsortPlan, SortArgs, SortDescriptor,
+                   SortPlan, TopkArgs, TopkDescriptor, TopkPlan)
+from .sort_bw import (KthvalueBackwardArgs, KthvalueBackwardDescriptor, KthvalueBackwardPlan,
+                      SortBackwardArgs, SortBackwardDescriptor, SortBackwardPlan,
+                      TopkBackwardArgs, TopkBackwardDescriptor, TopkBackwardPlan)
+from .unique import UniqueArgs, UniqueConsecutivePlan, UniqueDescriptor, UniquePlan
 
 __all__ = [
     "RMSNormDescriptor", "RMSNormArgs", "RMSNormPlan",
@@ -31,4 +42,15 @@ __all__ = [
     "wired_dtypes",
     "GatherPlan", "ScatterPlan", "IndexCopyDescriptor", "IndexCopyArgs",
     "BincountDescriptor", "BincountPlan", "HistogramDescriptor", "HistogramPlan", "CountArgs",
+    "CompactArgs", "CompactDescriptor", "CompactPlan",
+    "ScanArgs", "ScanBackwardArgs", "ScanBackwardDescriptor", "ScanBackwardPlan",
+    "ScanDescriptor", "ScanPlan",
+    "SearchsortedArgs", "SearchsortedDescriptor", "SearchsortedPlan",
+    "ArgsortArgs", "ArgsortDescriptor", "ArgsortPlan", "KthvalueArgs", "KthvalueDescriptor",
+    "KthvaluePlan", "MsortArgs", "MsortDescriptor", "MsortPlan", "SortArgs", "SortDescriptor",
+    "SortPlan", "TopkArgs", "TopkDescriptor", "TopkPlan",
+    "KthvalueBackwardArgs", "KthvalueBackwardDescriptor", "KthvalueBackwardPlan",
+    "SortBackwardArgs", "SortBackwardDescriptor", "SortBackwardPlan",
+    "TopkBackwardArgs", "TopkBackwardDescriptor", "TopkBackwardPlan",
+    "UniqueArgs", "UniqueConsecutivePlan", "UniqueDescriptor", "UniquePlan",
 ] + list(_channel_norm.__all__) + list(_ew_families.__all__)

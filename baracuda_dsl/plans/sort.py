@@ -21,9 +21,12 @@ Kernels (``templates/sort.py``):
   the key merged values, float ±0 and NaN —, int64 indices).  Workspace: two key and two index buffers
   (ping-pong), the tile counts and digit totals — :meth:`workspace_size`.
 
-``TopkPlan`` and ``KthvaluePlan`` run the same full sort and emit the first ``k`` columns
-(top-k: descending for ``largest``, ascending otherwise; sorted output) or column ``k-1``
-(kthvalue: ascending).  Any ``k ≤ n``.
+``TopkPlan`` and ``KthvaluePlan`` emit the first ``k`` columns of that sort (top-k: descending
+for ``largest``, ascending otherwise; sorted output) or column ``k-1`` (kthvalue: ascending),
+any ``k ≤ n``.  Rows of ``n ≤ 4096`` take ``sort_select`` instead of a full sort when it is
+cheaper (:func:`select_kb`): a per-row radix select in shared memory of the k-th smallest
+(key, position) composite, then (top-k) a bitonic sort of only the ``k ≤ 1024`` survivors —
+the same values and indices (ties: lowest positions first), one launch, no workspace.
 """
 
 from __future__ import annotations
@@ -71,6 +74,20 @@ def row_geometry(shape, axis: int, *stride_sets):
     return n, prod(ext), tuple(st[axis] for st in stride_sets), e, ss
 
 
+def select_kb(n: int, k: int, kth: bool):
+    """The ``sort_select`` knob ``kb`` for a row of ``n`` with ``k`` wanted columns, or None
+    (full sort): kthvalue (``kth``) for 256 < n ≤ 4096; top-k when the survivor bucket
+    (64 / 256 / 1024 ≥ k) is smaller than the row's sort bucket."""
+    if n > spec.SELECT_MAX_N or k < 1:
+        return None
+    if kth:
+        return 0 if n > 256 else None
+    kb = next((b for b in spec.SELECT_KB if b >= k and b > 0), None)
+    if kb is None or kb >= spec.bucket_for(n):
+        return None
+    return kb
+
+
 def radix_layout(rows: int, n: int, bits: int):
     """Byte offsets of the radix workspace: (keys_a, keys_b, idx_a, idx_b, counts, totals,
     total bytes).  Keys are 4 or 8 bytes, indices int32, counts ``rows·256·tiles`` int32."""
@@ -97,7 +114,9 @@ class RowSortPlanBase(Plan):
     _op = "sort"
 
     def _setup(self, shape, axis, dt, descending: bool, col0: int, ncols: int, pref,
-               out_keep: Tuple[int, ...]):
+               out_keep: Tuple[int, ...], select: Optional[str] = None):
+        """``select``: None (sort), 'topk' (columns [0, ncols) may come from sort_select) or
+        'kth' (column col0 may come from sort_select)."""
         self._arch = plan_arch(pref)
         self._shape, self._axis, self._dt = shape, axis, dt
         self._descending = bool(descending)
@@ -113,7 +132,14 @@ class RowSortPlanBase(Plan):
         self._out_strides = contiguous_strides(out_keep if out_keep else (1,))
         self._bits = spec.KEY_BITS[dt.short]
         self._bucket = spec.bucket_for(self._n)
-        if self._bucket is not None:
+        self._select_kb = None
+        if select is not None and self._n:
+            self._select_kb = select_kb(self._n, col0 + ncols, select == "kth")
+        if self._select_kb is not None:
+            knobs = dict(dtype=dt.short, kb=self._select_kb)
+            tmpl = spec.SORT_SELECT
+            self._ws = 0
+        elif self._bucket is not None:
             knobs = dict(dtype=dt.short, bucket=self._bucket)
             tmpl = spec.SORT_ROWS
             self._ws = 0
@@ -158,6 +184,12 @@ class RowSortPlanBase(Plan):
         wv, wi = int(vals is not None), int(idx is not None)
         desc = int(self._descending)
         dev = x.device
+        if self._select_kb is not None:
+            lk = self._kernel(spec.SORT_SELECT, self._knobs, dev)
+            kk = self._col0 + 1 if self._select_kb == 0 else self._ncols
+            lk.launch((rows, 1, 1), [x.ptr, vp, ip, n, kk, rows, desc, wv, wi, sa, oa,
+                                     *e, *ss, *os_], stream)
+            return
         if self._bucket is not None:
             lk = self._kernel(spec.SORT_ROWS, self._knobs, dev)
             lk.launch((rows, 1, 1), [x.ptr, vp, ip, n, rows, desc, wv, wi, self._col0,
@@ -414,7 +446,8 @@ def _check_k(k, lo: int, hi: int, what: str) -> int:
 
 class TopkPlan(RowSortPlanBase):
     """values, indices = topk(x, k, axis, largest): the first k columns of the stable sort
-    (descending for largest; NaN counts as the largest value, like torch).  Sorted output."""
+    (descending for largest; NaN counts as the largest value, like torch).  Sorted output.
+    Rows ≤ 4096 with a small k: radix select + sort of the survivors (``sort_select``)."""
 
     _op = "topk"
 
@@ -431,7 +464,7 @@ class TopkPlan(RowSortPlanBase):
         _check_flag(desc.largest, "largest", "Topk")
         plan = cls(desc, pref, None)
         plan._out = desc.out_shape
-        plan._setup(shape, axis, desc.dtype, desc.largest, 0, k, pref, plan._out)
+        plan._setup(shape, axis, desc.dtype, desc.largest, 0, k, pref, plan._out, "topk")
         return plan
 
     def _views(self, args):
@@ -479,7 +512,8 @@ class KthvalueArgs:
 
 class KthvaluePlan(RowSortPlanBase):
     """values, indices = kthvalue(x, k, axis, keepdims): column k-1 of the stable ascending
-    sort (NaN largest); the index is the first occurrence in that order."""
+    sort (NaN largest); the index is the first occurrence in that order.  Rows of
+    257..4096: radix select (``sort_select``, kb=0), no sort."""
 
     _op = "kthvalue"
 
@@ -498,7 +532,7 @@ class KthvaluePlan(RowSortPlanBase):
         _check_flag(desc.keepdims, "keepdims", "Kthvalue")
         plan = cls(desc, pref, None)
         plan._out = desc.out_shape
-        plan._setup(shape, axis, desc.dtype, False, k - 1, 1, pref, desc.keep_shape)
+        plan._setup(shape, axis, desc.dtype, False, k - 1, 1, pref, desc.keep_shape, "kth")
         return plan
 
     def _views(self, args):

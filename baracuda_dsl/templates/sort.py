@@ -10,6 +10,9 @@ backwards, searchsorted).
 ``radix_upsweep``  per (tile, row) 256-bin digit histogram of one 8-bit pass; knob ``kbits``
 ``radix_scan``     per (digit, row) exclusive scan of the tile counts + digit totals
 ``radix_scatter``  stable scatter of one pass (warp match ranking); knob ``kbits`` (32, 64)
+``sort_select``    top-k / kthvalue of rows ≤ 4096 without a full sort: per-row radix select
+                   in shared memory (+ bitonic sort of the k survivors); knobs ``dtype``,
+                   ``kb`` (0: kthvalue, else the survivor bucket 64 / 256 / 1024 ≥ k)
 ``sort_gather``    long-row output: values decoded from the sorted keys (gathered from the
                    input by index where the key merged values: float ±0, NaN), int64
                    indices; knob ``dtype``
@@ -69,7 +72,30 @@ SORT_ROWS = register(KernelTemplate(
     space=lambda: (dict(dtype=d, bucket=b) for d in SORT_DTYPES for b in BUCKETS),
     geometry=lambda k: LaunchGeometry(threads=BUCKET_THREADS[int(k["bucket"])],
                                       smem_bytes=sort_rows_smem(k)),
-    sources=("baracuda_dsl.kernels.sort_common", "baracuda_dsl.kernels.sort_network"),
+    sources=("baracuda_dsl.kernels.sort_common", "baracuda_dsl.kernels.sort_network",
+             "baracuda_dsl.kernels.sort_block"),
+))
+
+SELECT_KB = (0, 64, 256, 1024)
+SELECT_MAX_N = 4096
+
+
+def select_smem(knobs) -> int:
+    """sort_select: row keys, bins, scan slots, state, survivors (see kernels/sort_select.py)."""
+    kbytes = 8 if KEY_BITS[knobs["dtype"]] > 32 else 4
+    kb = int(knobs["kb"])
+    surv = 0 if kb == 0 else kb * (8 if kbytes == 4 else 12)
+    return SELECT_MAX_N * kbytes + 256 * 4 + 8 * 4 + 32 + surv + 128
+
+
+SORT_SELECT = register(KernelTemplate(
+    name="sort_select", family="sorting", module="baracuda_dsl.kernels.sort_select",
+    params=params("src:ptr vals:ptr idx:ptr n:i64 k:i64 rows:i64 desc:i32 want_vals:i32 "
+                  f"want_idx:i32 sa:i64 oa:i64 {_d('e')} {_d('s')} {_d('o')}"),
+    space=lambda: (dict(dtype=d, kb=b) for d in SORT_DTYPES for b in SELECT_KB),
+    geometry=lambda k: LaunchGeometry(threads=256, smem_bytes=select_smem(k)),
+    sources=("baracuda_dsl.kernels.sort_common", "baracuda_dsl.kernels.sort_network",
+             "baracuda_dsl.kernels.sort_block"),
 ))
 
 RADIX_KEYS = register(KernelTemplate(
