@@ -48,7 +48,16 @@ from ._elementwise_functions import __all__ as _elementwise_names
 from ._extensions import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from ._info import __array_namespace_info__
 from ._searching_functions import where
-from ._utility_functions import all, any  # noqa: A004
+# -- issue 4 families: each line is owned by one module's author (keep one line each) --
+from ._statistical_functions import (all, any, argmax, argmin, count_nonzero, diff,  # noqa: A004
+                                     logsumexp, max, mean, min, prod, std, sum, trace, var)
+from ._cumulative_functions import (cummax, cummin, cumprod, cumsum, cumulative_prod,  # [scans]
+                                    cumulative_sum, logcumsumexp)
+from ._nonzero import flatnonzero, nonzero  # [scans]
+from ._sorting_functions import argsort, kthvalue, msort, searchsorted, sort, topk  # [sorting]
+from ._counting_functions import bincount, histc, histogram
+from ._set_functions import (unique_all, unique_consecutive, unique_counts, unique_inverse,
+                             unique_values)
 from ._manipulation_functions import (ascontiguousarray, broadcast_arrays, broadcast_to, expand_dims, flip,
                                       matrix_transpose, permute_dims, repeat, reshape, squeeze,
                                       tile)
@@ -79,3 +88,10 @@ __all__ = [
     *_elementwise_names,
     *_activation_names,
 ]
+__all__ += ["argmax", "argmin", "count_nonzero", "diff", "logsumexp", "max", "mean", "min",
+            "prod", "std", "sum", "trace", "var"]
+__all__ += ["cumulative_sum", "cumulative_prod", "cumsum", "cumprod", "cummax", "cummin",  # [scans-all]
+            "logcumsumexp", "nonzero", "flatnonzero"]
+__all__ += ["sort", "argsort", "searchsorted", "topk", "kthvalue", "msort"]  # [sorting-all]
+__all__ += ["bincount", "histc", "histogram", "unique_all", "unique_consecutive",
+            "unique_counts", "unique_inverse", "unique_values"]

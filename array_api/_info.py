@@ -30,7 +30,7 @@ class __array_namespace_info__:
     def capabilities(self) -> dict:
         """What this namespace supports: no boolean-mask indexing and no functions whose output
         shape depends on data (``unique_*``, ``nonzero``), at most 8 dimensions."""
-        return {"boolean indexing": False, "data-dependent shapes": False,
+        return {"boolean indexing": False, "data-dependent shapes": True,
                 "max dimensions": 8}
 
     def default_device(self) -> Device:

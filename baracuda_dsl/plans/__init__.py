@@ -27,6 +27,8 @@ from .sort import (ArgsortArgs, ArgsortDescriptor, ArgsortPlan, KthvalueArgs, Kt
 from .sort_bw import (KthvalueBackwardArgs, KthvalueBackwardDescriptor, KthvalueBackwardPlan,
                       SortBackwardArgs, SortBackwardDescriptor, SortBackwardPlan,
                       TopkBackwardArgs, TopkBackwardDescriptor, TopkBackwardPlan)
+from .reductions import (ArgReducePlan, ReduceArgs, ReduceDescriptor, ReducePlan,
+                         ReduceToDescriptor, ReduceToPlan)
 from .unique import UniqueArgs, UniqueConsecutivePlan, UniqueDescriptor, UniquePlan
 
 __all__ = [
@@ -53,4 +55,6 @@ __all__ = [
     "SortBackwardArgs", "SortBackwardDescriptor", "SortBackwardPlan",
     "TopkBackwardArgs", "TopkBackwardDescriptor", "TopkBackwardPlan",
     "UniqueArgs", "UniqueConsecutivePlan", "UniqueDescriptor", "UniquePlan",
+    "ArgReducePlan", "ReduceArgs", "ReduceDescriptor", "ReducePlan", "ReduceToDescriptor",
+    "ReduceToPlan",
 ] + list(_channel_norm.__all__) + list(_ew_families.__all__)

@@ -1,0 +1,415 @@
+"""Reductions over any set of axes: ``ReducePlan`` (sum, prod, max, min, mean), ``ArgReducePlan``
+(argmax / argmin over one axis or all) and ``ReduceToPlan`` (sum down to a broadcast-compatible
+shape: the gradient of every broadcasting op).
+
+Canonical form: the kept dims and the reduced dims of the input view are each collapsed
+(``collapse_dims``) into at most two strided dims — no copy while the strides allow; otherwise the
+view is first copied dense into the workspace (kept dims first) by StridedCopyPlan.  The
+``axis_reduce`` kernel then runs with one thread per output (reduced stride ≠ 1 and a unit kept
+stride: loads coalesce across outputs), a warp per output or a CTA per output (long reduced runs).
+When the outputs alone cannot fill the GPU (a full reduction, a few long rows) the reduced range is
+split into segments: pass 1 writes one accumulator-typed partial per (segment, output) into the
+workspace, pass 2 reduces the partials in segment order.  Every combine order is fixed: results
+are bit-identical run to run (no atomics).
+
+dtypes (input → output):  sum: bool/ints → int64 (signed, bool) / uint64 (unsigned), or the input
+dtype (``keep_dtype=True``, wrapping like numpy); f32/f16/bf16/f64 → same (f16/bf16 accumulate in
+f32).  prod: ints and floats, same rules.  max/min: bool, ints, floats → same (NaN propagates).
+mean: floats → same (sum in the accumulator, × 1/N before the store).  argmax/argmin: ints and floats → int64
+(first occurrence; NaN is the extreme).  Empty reductions: sum 0, prod 1, mean NaN; max, min,
+argmax, argmin raise InvalidProblemError at select.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from ..dtypes import DType, dtype as as_dtype, float64, int64
+from ..errors import InvalidProblemError, UnsupportedError
+from ..plan import Plan, collapse_dims, plan_arch, prod, resolve_pref, view_arg
+from ..tensor import MAX_RANK, TensorView, check_shape, contiguous_strides
+from ..templates import axis_reduce as spec
+from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
+
+REDUCE_OPS = ("sum", "prod", "max", "min", "mean")
+_SHORT = {d: as_dtype(d) for d in ("bool",) + spec.INTS + spec.FLOATS}
+_ALIGN = 256
+_FILL_THREADS = 132 * 2048  # threads that keep an H100 busy (132 SMs × 2048)
+
+
+def _al(n: int) -> int:
+    return -(-n // _ALIGN) * _ALIGN
+
+
+def norm_axes(axes, rank: int, what: str) -> Tuple[int, ...]:
+    """Sorted, de-duplicated non-negative axes (None = all)."""
+    if axes is None:
+        return tuple(range(rank))
+    if isinstance(axes, int):
+        axes = (axes,)
+    out = []
+    for a in axes:
+        if isinstance(a, bool) or not isinstance(a, int):
+            raise InvalidProblemError(f"{what}: axes must be ints, got {axes!r}")
+        if not -max(rank, 1) <= a < max(rank, 1):
+            raise InvalidProblemError(f"{what}: axis {a} out of range for rank {rank}")
+        out.append(a % max(rank, 1))
+    if len(set(out)) != len(out):
+        raise InvalidProblemError(f"{what}: repeated axis in {axes!r}")
+    return tuple(sorted(a for a in out if a < rank))
+
+
+def out_dtype_of(op: str, dt: DType, keep_dtype: bool = False) -> DType:
+    if op in ("argmax", "argmin"):
+        return int64
+    if op in ("sum", "prod") and not keep_dtype and dt.kind in ("b", "i", "u"):
+        return _SHORT[spec.acc_of(op, dt.short)]
+    return dt
+
+
+class _Pass:
+    """One launch of axis_reduce: knobs + the 10 int64 problem scalars + grid."""
+
+    __slots__ = ("knobs", "dims", "grid")
+
+    def __init__(self, knobs, dims, grid):
+        self.knobs, self.dims, self.grid = knobs, dims, grid
+
+
+def _tpo_for(R: int, ks1: int, rs_inner: int) -> int:
+    if rs_inner != 1 and ks1 == 1:
+        return 1
+    return 32 if R <= 8192 else 256
+
+
+def _grid(items: int, tpo: int) -> int:
+    per = spec.THREADS // tpo
+    return (items + per - 1) // per
+
+
+class _Geometry:
+    """Host plan of one reduction: optional dense copy, pass 1, optional pass 2."""
+
+    def __init__(self, op: str, dt: DType, od: DType, kshape, kstr, rshape, rstr):
+        n_out, R = prod(kshape), prod(rshape)
+        k1, ks1 = (kshape[-1], kstr[-1]) if kshape else (1, 0)
+        ks0 = kstr[-2] if len(kshape) == 2 else 0
+        r1, rs1 = (rshape[-1], rstr[-1]) if rshape else (1, 0)
+        rs0 = rstr[-2] if len(rshape) == 2 else 0
+        arg = op in spec.ARG_OPS
+        kop = "sum" if op == "mean" else op
+        acc = _SHORT[spec.acc_of(kop, dt.short)] if not arg else dt
+        tpo = _tpo_for(R, ks1 if kshape else 1, rs1)
+        threads = n_out * tpo
+        nseg = 1
+        if R >= 1024 and threads < _FILL_THREADS:
+            nseg = min(-(-_FILL_THREADS // threads), max(R // 256, 1), 65536)
+        seg = -(-R // nseg) if nseg else R
+        nseg = -(-R // seg) if R else 1
+        self.n_out, self.R, self.nseg, self.acc = n_out, R, nseg, acc
+        if nseg == 1:
+            k = dict(op=kop, dtype=dt.short, out=od.short, tpo=tpo, stage2=0)
+            self.p1 = _Pass(k, (n_out, R, k1, ks0, ks1, r1, rs0, rs1, max(R, 1), 1),
+                            _grid(n_out, tpo))
+            self.p2 = None
+        else:
+            part = dt if arg else acc
+            k = dict(op=kop, dtype=dt.short, out=part.short, tpo=tpo, stage2=0)
+            self.p1 = _Pass(k, (n_out, R, k1, ks0, ks1, r1, rs0, rs1, seg, nseg),
+                            _grid(n_out * nseg, tpo))
+            tpo2 = 1 if n_out >= 1024 else (32 if nseg <= 8192 else 256)
+            k2 = dict(op=kop, dtype=part.short, out=(part if arg else od).short, tpo=tpo2,
+                      stage2=1 if arg else 0)
+            self.p2 = _Pass(k2, (n_out, nseg, n_out, 0, 1, 1, 0, n_out, nseg, 1),
+                            _grid(n_out, tpo2))
+        self.part_bytes = 0 if nseg == 1 else _al(n_out * nseg * (dt if arg else acc).itemsize)
+        self.idx_bytes = 0 if nseg == 1 or not arg else _al(n_out * nseg * 8)
+
+
+@dataclass(frozen=True)
+class ReduceDescriptor:
+    """``op`` over ``axes`` (None = all; ints may be negative) of an input of ``shape`` (rank ≤ 8)
+    and ``dtype``; the output has the kept dims (keepdims is a reshape of the caller's).
+    ``keep_dtype``: sum/prod of integers in the input dtype instead of int64/uint64."""
+
+    shape: Tuple[int, ...]
+    axes: Optional[Tuple[int, ...]] = None
+    op: str = "sum"
+    dtype: DType = _SHORT["f32"]
+    keep_dtype: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", check_shape(self.shape, "Reduce"))
+        if self.op not in REDUCE_OPS + spec.ARG_OPS:
+            raise InvalidProblemError(f"Reduce: unknown op {self.op!r}; wired: "
+                                      f"{', '.join(REDUCE_OPS + spec.ARG_OPS)} (var, std, "
+                                      f"logsumexp, norms: array_api composites)")
+        dt = as_dtype(self.dtype)
+        kop = "sum" if self.op == "mean" else self.op
+        allowed = spec.FLOATS if self.op == "mean" else spec.dtypes_of(kop)
+        if dt.short not in allowed:
+            raise UnsupportedError(f"Reduce {self.op} of {dt.name}: wired dtypes "
+                                   f"{', '.join(allowed)}")
+        object.__setattr__(self, "dtype", dt)
+        object.__setattr__(self, "axes", norm_axes(self.axes, len(self.shape), "Reduce"))
+
+    @property
+    def out_shape(self) -> Tuple[int, ...]:
+        return tuple(n for d, n in enumerate(self.shape) if d not in self.axes)
+
+    @property
+    def out_dtype(self) -> DType:
+        return out_dtype_of(self.op, self.dtype, self.keep_dtype)
+
+
+@dataclass
+class ReduceArgs:
+    """x: input (any strides); out: dense output of ``desc.out_shape`` and ``desc.out_dtype``;
+    indices: the int64 output of ArgReducePlan (``out`` unused there)."""
+
+    x: object
+    out: object = None
+    indices: object = None
+
+
+class ReducePlan(Plan):
+    """Sum / prod / max / min / mean over axes (see the module doc).  Workspace: partials of a
+    split reduction and, for views whose dims do not collapse, a dense copy of the input."""
+
+    @classmethod
+    def select(cls, desc: ReduceDescriptor, pref=None) -> "ReducePlan":
+        pref = resolve_pref(pref)
+        if not isinstance(desc, ReduceDescriptor):
+            raise InvalidProblemError(f"{cls.__name__} needs a ReduceDescriptor, got "
+                                      f"{type(desc).__name__}")
+        arg = desc.op in spec.ARG_OPS
+        if arg != (cls is ArgReducePlan):
+            raise InvalidProblemError(f"{cls.__name__}: op {desc.op!r} belongs to "
+                                      f"{'ArgReducePlan' if arg else 'ReducePlan'}")
+        R = prod(desc.shape[a] for a in desc.axes)
+        if R == 0 and desc.op in ("max", "min", "argmax", "argmin"):
+            raise InvalidProblemError(f"Reduce {desc.op}: empty reduction (a reduced extent "
+                                      f"is 0) has no identity")
+        arch = plan_arch(pref)
+        plan = cls(desc, pref, None)
+        plan._arch = arch
+        plan._n_out, plan._R = prod(desc.out_shape), R
+        # the dense-input geometry sizes the workspace (a strided view needs at most that plus
+        # the dense copy)
+        dense = plan._geometry(desc.shape, contiguous_strides(desc.shape))
+        # a dense input whose kept or reduced dims do not collapse to two is copied (kept dims
+        # first) into the workspace; other layouts are reduced in place
+        plan._copy_bytes = 0 if dense is not None else _al(prod(desc.shape) * desc.dtype.itemsize)
+        plan._dense = dense if dense is not None else plan._dense_perm(
+            tuple(desc.shape[i] for i in range(len(desc.shape)) if i not in desc.axes) +
+            tuple(desc.shape[i] for i in desc.axes))
+        acc = plan._dense.acc
+        pg = PrecisionGuarantee(math_precision=acc, accumulator=acc)
+        plan._sku = KernelSku(OpCategory.REDUCTION, desc.op, desc.dtype, arch,
+                              BackendKind.CUTE_DSL, pg, aux_element=desc.out_dtype,
+                              template=spec.AXIS_REDUCE.name,
+                              knobs=tuple(sorted(plan._dense.p1.knobs.items())))
+        return plan
+
+    def workspace_size(self) -> int:
+        g = self._dense
+        return self._copy_bytes + g.part_bytes + g.idx_bytes
+
+    def is_empty(self) -> bool:
+        return self._n_out == 0
+
+    def _geometry(self, shape, strides) -> Optional[_Geometry]:
+        d = self.desc
+        kept = [i for i in range(len(shape)) if i not in d.axes]
+        ks, kst = collapse_dims([shape[i] for i in kept], [strides[i] for i in kept])
+        rs, rst = collapse_dims([shape[i] for i in d.axes], [strides[i] for i in d.axes])
+        if len(ks) > 2 or len(rs) > 2:
+            return None
+        g = _Geometry(d.op, d.dtype, d.out_dtype, ks, kst, rs, rst)
+        dense = self.__dict__.get("_dense")
+        if dense is not None and (g.part_bytes > dense.part_bytes or g.idx_bytes > dense.idx_bytes):
+            return None  # a layout needing more partial scratch than selected for: copy instead
+        return g
+
+    def _views(self, args):
+        d = self.desc
+        x = view_arg(args.x, "x", shape=d.shape, dtype=d.dtype)
+        if self.__class__ is ArgReducePlan:
+            o = view_arg(args.indices, "indices", shape=d.out_shape, dtype=int64, device=x.device)
+        else:
+            o = view_arg(args.out, "out", shape=d.out_shape, dtype=d.out_dtype, device=x.device)
+        if o.numel > 1 and tuple(o.strides) != contiguous_strides(o.shape):
+            raise UnsupportedError("Reduce: the output must be dense row-major")
+        return x, o
+
+    def can_implement(self, args) -> None:
+        self._views(args)
+
+    def run(self, args, stream=None, workspace=None) -> None:
+        from ..runtime.stream import stream_handle
+
+        x, o = self._views(args)
+        ws = self.check_workspace(workspace)
+        if self.is_empty():
+            return
+        st = stream_handle(stream)
+        d = self.desc
+        if self._R == 0:
+            self._fill_identity(o, st)
+            return
+        g = self._geometry(x.shape, x.strides)
+        off = 0
+        if g is None and not self._copy_bytes:
+            raise UnsupportedError("Reduce: the kept or reduced dims of this strided view do not "
+                                   "collapse to two strided dims; pass a dense copy")
+        if g is None:  # dims do not collapse: dense copy, kept dims first
+            from .repeat import StridedCopyArgs, StridedCopyDescriptor, StridedCopyPlan
+
+            kept = [i for i in range(len(d.shape)) if i not in d.axes]
+            perm = kept + list(d.axes)
+            pv = TensorView._trusted(x.ptr, tuple(x.shape[i] for i in perm),
+                                     tuple(x.strides[i] for i in perm), x.dtype, x.device, None)
+            dense = TensorView._trusted(ws.ptr, pv.shape, contiguous_strides(pv.shape), x.dtype,
+                                        x.device, None)
+            StridedCopyPlan.select(StridedCopyDescriptor(pv.shape, x.dtype), self.pref).run(
+                StridedCopyArgs(pv, dense), st)
+            x, off = dense, self._copy_bytes
+            g = self._dense_perm(pv.shape)
+        part = ws.ptr + off
+        pidx = part + g.part_bytes
+        lk = self._kernel_for(g.p1.knobs, x.device)
+        scale = 1.0 / self._R if d.op == "mean" else 1.0
+        if g.p2 is None:
+            lk.launch((g.p1.grid, 1, 1), [x.ptr, x.ptr, o.ptr, o.ptr, *g.p1.dims, scale], st)
+        else:
+            lk.launch((g.p1.grid, 1, 1), [x.ptr, x.ptr, part, pidx, *g.p1.dims, 1.0], st)
+            lk2 = self._kernel_for(g.p2.knobs, x.device)
+            lk2.launch((g.p2.grid, 1, 1), [part, pidx, o.ptr, o.ptr, *g.p2.dims, scale], st)
+
+    def _dense_perm(self, pshape):
+        nk = len(self.desc.shape) - len(self.desc.axes)
+        K, R = prod(pshape[:nk]), prod(pshape[nk:])
+        return _Geometry(self.desc.op, self.desc.dtype, self.desc.out_dtype, (K,), (R,), (R,),
+                         (1,))
+
+    def _kernel_for(self, knobs: dict, dev: int):
+        memo = self.__dict__.setdefault("_knob_memo", {})
+        key = tuple(sorted(knobs.items()))
+        k = memo.setdefault(key, dict(knobs))
+        return self._kernel(spec.AXIS_REDUCE, k, dev)
+
+    def _fill_identity(self, o: TensorView, st: int) -> None:
+        from .elementwise import ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan
+
+        v = {"sum": 0, "prod": 1, "mean": float("nan")}[self.desc.op]
+        ElementwisePlan.select(ElementwiseDescriptor("copy", (None,), o.dtype, None, (),
+                                                     o.shape), self.pref).run(
+            ElementwiseArgs([v], [o]), st)
+
+
+class ArgReducePlan(ReducePlan):
+    """argmax / argmin over ``axes`` (one axis, or all for a flat index) → int64 ``indices``;
+    first occurrence among equal extremes; NaN counts as the extreme."""
+
+    @classmethod
+    def select(cls, desc: ReduceDescriptor, pref=None) -> "ArgReducePlan":
+        plan = super().select(desc, pref)
+        if len(desc.axes) not in (1, len(desc.shape)) and len(desc.shape) > 1:
+            raise UnsupportedError("ArgReduce: one axis or all axes (a flat index) are wired")
+        return plan
+
+    def workspace_size(self) -> int:
+        g = self._dense
+        # a split pass keeps value and index partials; the final values go to scratch too
+        return self._copy_bytes + g.part_bytes + g.idx_bytes + _al(self._n_out *
+                                                                    self.desc.dtype.itemsize)
+
+    def run(self, args, stream=None, workspace=None) -> None:
+        from ..runtime.stream import stream_handle
+
+        x, idx = self._views(args)
+        ws = self.check_workspace(workspace)
+        if self.is_empty():
+            return
+        st = stream_handle(stream)
+        g = self._geometry(x.shape, x.strides)
+        off = 0
+        if g is None and not self._copy_bytes:
+            raise UnsupportedError("ArgReduce: the dims of this strided view do not collapse to "
+                                   "two strided dims; pass a dense copy")
+        if g is None:
+            from .repeat import StridedCopyArgs, StridedCopyDescriptor, StridedCopyPlan
+
+            d = self.desc
+            kept = [i for i in range(len(d.shape)) if i not in d.axes]
+            perm = kept + list(d.axes)
+            pv = TensorView._trusted(x.ptr, tuple(x.shape[i] for i in perm),
+                                     tuple(x.strides[i] for i in perm), x.dtype, x.device, None)
+            dense = TensorView._trusted(ws.ptr, pv.shape, contiguous_strides(pv.shape), x.dtype,
+                                        x.device, None)
+            StridedCopyPlan.select(StridedCopyDescriptor(pv.shape, x.dtype), self.pref).run(
+                StridedCopyArgs(pv, dense), st)
+            x, off = dense, self._copy_bytes
+            g = self._dense_perm(pv.shape)
+        part = ws.ptr + off
+        pidx = part + g.part_bytes
+        vals = pidx + g.idx_bytes
+        lk = self._kernel_for(g.p1.knobs, x.device)
+        if g.p2 is None:
+            lk.launch((g.p1.grid, 1, 1), [x.ptr, x.ptr, vals, idx.ptr, *g.p1.dims, 1.0], st)
+        else:
+            lk.launch((g.p1.grid, 1, 1), [x.ptr, x.ptr, part, pidx, *g.p1.dims, 1.0], st)
+            lk2 = self._kernel_for(g.p2.knobs, x.device)
+            lk2.launch((g.p2.grid, 1, 1), [part, pidx, vals, idx.ptr, *g.p2.dims, 1.0], st)
+
+
+@dataclass(frozen=True)
+class ReduceToDescriptor:
+    """Sum an input of ``shape`` down to ``target`` (broadcast-compatible: ``target`` broadcasts
+    to ``shape``), floats and ints (ints in the input dtype, wrapping)."""
+
+    shape: Tuple[int, ...]
+    target: Tuple[int, ...]
+    dtype: DType = _SHORT["f32"]
+
+    def __post_init__(self):
+        shape = check_shape(self.shape, "ReduceTo")
+        target = check_shape(self.target, "ReduceTo target")
+        if len(target) > len(shape):
+            raise InvalidProblemError(f"ReduceTo: target {target} has more dims than {shape}")
+        pad = (1,) * (len(shape) - len(target)) + tuple(target)
+        if any(t not in (1, s) for t, s in zip(pad, shape)):
+            raise InvalidProblemError(f"ReduceTo: {target} does not broadcast to {shape}")
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "target", target)
+        object.__setattr__(self, "dtype", as_dtype(self.dtype))
+
+    @property
+    def axes(self) -> Tuple[int, ...]:
+        pad = (1,) * (len(self.shape) - len(self.target)) + tuple(self.target)
+        return tuple(i for i, (t, s) in enumerate(zip(pad, self.shape)) if t == 1 and s != 1)
+
+
+class ReduceToPlan(ReducePlan):
+    """out (shape ``target``, dense) = Σ of x over the broadcast dims (reverse broadcasting)."""
+
+    @classmethod
+    def select(cls, desc: ReduceToDescriptor, pref=None) -> "ReduceToPlan":
+        if not isinstance(desc, ReduceToDescriptor):
+            raise InvalidProblemError(f"ReduceToPlan needs a ReduceToDescriptor, got "
+                                      f"{type(desc).__name__}")
+        inner = ReduceDescriptor(desc.shape, desc.axes, "sum", desc.dtype, keep_dtype=True)
+        plan = ReducePlan.select.__func__(cls, inner, pref)
+        plan._to = desc
+        return plan
+
+    def _views(self, args):
+        d = self._to
+        x = view_arg(args.x, "x", shape=d.shape, dtype=d.dtype)
+        o = view_arg(args.out, "out", shape=d.target, dtype=d.dtype, device=x.device)
+        if o.numel > 1 and tuple(o.strides) != contiguous_strides(o.shape):
+            raise UnsupportedError("ReduceTo: the output must be dense row-major")
+        flat = TensorView._trusted(o.ptr, self.desc.out_shape,
+                                   contiguous_strides(self.desc.out_shape), o.dtype, o.device, None)
+        return x, flat

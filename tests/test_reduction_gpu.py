@@ -1,0 +1,72 @@
+"""ReducePlan / ArgReducePlan / ReduceToPlan on the GPU with torch operands against float64
+torch references: poisoned outputs, strided inputs, workspace-backed split and copy paths."""
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+def _ws(torch, plan):
+    n = plan.workspace_size()
+    return torch.empty(max(n, 1), dtype=torch.uint8, device="cuda") if n else None
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64", "int32"])
+def test_reduce_plan_vs_torch(dtype):
+    torch = pytest.importorskip("torch")
+    from baracuda_dsl.plans.reductions import ReduceArgs, ReduceDescriptor, ReducePlan
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    tdt = getattr(torch, dtype)
+    for shape, axes in (((64, 1000), (1,)), ((1000, 64), (0,)), ((3, 4, 5, 6, 7), (1, 3)),
+                        ((2**21 + 3,), None), ((9, 70000), (1,))):
+        base = torch.randn((2 * shape[0],) + shape[1:], generator=g, device="cuda")
+        x = (base * 4 if dtype == "int32" else base).to(tdt)[::2]          # strided rows
+        for op in ("sum", "max", "min", "mean", "prod"):
+            if op == "mean" and dtype == "int32":
+                continue
+            d = ReduceDescriptor(shape, axes, op, dtype)
+            p = ReducePlan.select(d)
+            out = torch.full(d.out_shape, 77, device="cuda").to(getattr(torch, d.out_dtype.name))
+            p.run(ReduceArgs(x, out), workspace=_ws(torch, p))
+            xr = x.double()
+            dims = tuple(range(len(shape))) if axes is None else axes
+            if op in ("sum", "mean"):
+                ref = getattr(torch, op)(xr, dim=dims)
+            elif op == "prod":
+                ref = xr
+                for a in sorted(dims, reverse=True):
+                    ref = ref.prod(a)
+                if dtype != "int32":
+                    continue  # float products of thousands of normals under/overflow
+            else:
+                ref = getattr(torch, "amax" if op == "max" else "amin")(xr, dim=dims)
+            got = out.double()
+            if dtype == "int32" and op == "prod":
+                continue  # int64 wrap-around: exactness covered by the namespace tests
+            err = float((got - ref).norm() / ref.norm().clamp_min(1e-30))
+            tol = {"float32": 1e-5, "bfloat16": 1e-2, "float64": 1e-12, "int32": 0.0}[dtype]
+            assert err <= tol, (shape, axes, op, err)
+
+
+def test_argreduce_and_reduce_to():
+    torch = pytest.importorskip("torch")
+    from baracuda_dsl.plans.reductions import (ArgReducePlan, ReduceArgs, ReduceDescriptor,
+                                               ReduceToDescriptor, ReduceToPlan)
+
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randn(37, 100003, generator=g, device="cuda")
+    d = ReduceDescriptor(x.shape, (1,), "argmax", "f32")
+    p = ArgReducePlan.select(d)
+    idx = torch.full((37,), -5, dtype=torch.int64, device="cuda")
+    p.run(ReduceArgs(x, indices=idx), workspace=_ws(torch, p))
+    assert torch.equal(idx, x.argmax(1))
+    dy = torch.randn(8, 16, 32, generator=g, device="cuda", dtype=torch.float64)
+    for target in ((16, 1), (32,), (8, 1, 32), (1, 1, 1), ()):
+        t = ReduceToPlan.select(ReduceToDescriptor(dy.shape, target, "f64"))
+        out = torch.full(target, float("nan"), dtype=torch.float64, device="cuda")
+        t.run(ReduceArgs(dy, out), workspace=_ws(torch, t))
+        pad = (1,) * (3 - len(target)) + tuple(target)
+        dims = tuple(i for i, (a, b) in enumerate(zip(pad, dy.shape)) if a == 1 and b != 1)
+        ref = dy.sum(dim=dims, keepdim=True).reshape(target)
+        assert torch.allclose(out, ref, rtol=1e-12, atol=1e-12), target
