@@ -147,7 +147,7 @@ def _extreme(op, x, axis, keepdims):
     if _is_complex(x.dtype):
         raise TypeError(f"{op}: complex arrays have no order")
     axes = _axes(axis, x.ndim)
-    if any(x.shape[a] == 0 for a in axes):
+    if builtins.any(x.shape[a] == 0 for a in axes):
         raise ValueError(f"{op}: zero-size reduction has no identity")
     return _finish(_run(x, axes, op), x, axes, keepdims)
 
@@ -215,7 +215,7 @@ def logsumexp(x: Array, /, *, axis=None, keepdims: builtins.bool = False) -> Arr
     _floating(x, "logsumexp")
     axes = _axes(axis, x.ndim)
     xc = cast(x, _dt.float32) if x.dtype in (_dt.float16, _dt.bfloat16) else x
-    if any(x.shape[a] == 0 for a in axes):
+    if builtins.any(x.shape[a] == 0 for a in axes):
         from ._creation_functions import full
 
         r = full(tuple(n for d, n in enumerate(x.shape) if d not in axes), float("-inf"),
@@ -240,7 +240,7 @@ def _arg(op, x, axis, keepdims):
     if axis is not None and not isinstance(axis, int):
         raise TypeError(f"{op}: axis must be an int or None")
     axes = _axes(axis, x.ndim)
-    if x.size == 0 or any(x.shape[a] == 0 for a in axes):
+    if x.size == 0 or builtins.any(x.shape[a] == 0 for a in axes):
         raise ValueError(f"{op}: zero-size reduction")
     if not axes:  # 0-d input
         from ._creation_functions import zeros
@@ -290,7 +290,7 @@ def count_nonzero(x: Array, /, *, axis=None, keepdims: builtins.bool = False) ->
 def _bool_reduce(op, x, axis, keepdims, empty_value):
     _check(x, "all" if op == "min" else "any")
     axes = _axes(axis, x.ndim)
-    if any(x.shape[a] == 0 for a in axes):
+    if builtins.any(x.shape[a] == 0 for a in axes):
         from ._creation_functions import full
 
         r = full(tuple(n for d, n in enumerate(x.shape) if d not in axes), empty_value,
@@ -327,7 +327,7 @@ def diff(x: Array, /, *, axis: int = -1, n: int = 1, prepend: Array = None,
     if len(parts) > 1:
         for p in parts:
             _check(p, "diff")
-            if p.ndim != x.ndim or any(p.shape[d] != x.shape[d] for d in range(x.ndim)
+            if p.ndim != x.ndim or builtins.any(p.shape[d] != x.shape[d] for d in range(x.ndim)
                                        if d != ax):
                 raise ValueError("diff: prepend/append must match x except along axis")
         from ._data_type_functions import result_type

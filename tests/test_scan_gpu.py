@@ -116,7 +116,7 @@ def _extreme_ref(a, axis, op):
 
 def _lcse_ref(a, axis):
     torch = _torch()
-    return torch.logcumsumexp(torch.from_numpy(np.ascontiguousarray(a, np.float64)), axis).numpy()
+    return torch.logcumsumexp(torch.from_numpy(np.array(a, np.float64, copy=True)), axis).numpy()
 
 
 def reference(a, op, axis, exclusive=False, reverse=False, acc=np.float64):

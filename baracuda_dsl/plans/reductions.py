@@ -77,10 +77,17 @@ class _Pass:
         self.knobs, self.dims, self.grid = knobs, dims, grid
 
 
-def _tpo_for(R: int, ks1: int, rs_inner: int) -> int:
-    if rs_inner != 1 and ks1 == 1:
+def _tpo_for(R: int, n_out: int, ks1: int, rs_inner: int) -> int:
+    if rs_inner != 1 and ks1 == 1 and n_out >= 32:
         return 1
     return 32 if R <= 8192 else 256
+
+
+def max_segments(n_out: int, R: int) -> int:
+    """Upper bound on the segments of a split reduction (sizes the partials workspace)."""
+    if R < 1024 or n_out == 0:
+        return 1
+    return min(-(-_FILL_THREADS // n_out), max(R // 256, 1), 65536)
 
 
 def _grid(items: int, tpo: int) -> int:
@@ -100,11 +107,11 @@ class _Geometry:
         arg = op in spec.ARG_OPS
         kop = "sum" if op == "mean" else op
         acc = _SHORT[spec.acc_of(kop, dt.short)] if not arg else dt
-        tpo = _tpo_for(R, ks1 if kshape else 1, rs1)
+        tpo = _tpo_for(R, n_out, ks1 if kshape else 1, rs1)
         threads = n_out * tpo
         nseg = 1
         if R >= 1024 and threads < _FILL_THREADS:
-            nseg = min(-(-_FILL_THREADS // threads), max(R // 256, 1), 65536)
+            nseg = min(-(-_FILL_THREADS // threads), max_segments(n_out, R))
         seg = -(-R // nseg) if nseg else R
         nseg = -(-R // seg) if R else 1
         self.n_out, self.R, self.nseg, self.acc = n_out, R, nseg, acc
@@ -123,8 +130,10 @@ class _Geometry:
                       stage2=1 if arg else 0)
             self.p2 = _Pass(k2, (n_out, nseg, n_out, 0, 1, 1, 0, n_out, nseg, 1),
                             _grid(n_out, tpo2))
-        self.part_bytes = 0 if nseg == 1 else _al(n_out * nseg * (dt if arg else acc).itemsize)
-        self.idx_bytes = 0 if nseg == 1 or not arg else _al(n_out * nseg * 8)
+        # partial scratch sized for the most segments any layout of this problem may use
+        ms = max_segments(n_out, R)
+        self.part_bytes = 0 if ms == 1 else _al(n_out * ms * (dt if arg else acc).itemsize)
+        self.idx_bytes = 0 if ms == 1 or not arg else _al(n_out * ms * 8)
 
 
 @dataclass(frozen=True)
@@ -226,11 +235,7 @@ class ReducePlan(Plan):
         rs, rst = collapse_dims([shape[i] for i in d.axes], [strides[i] for i in d.axes])
         if len(ks) > 2 or len(rs) > 2:
             return None
-        g = _Geometry(d.op, d.dtype, d.out_dtype, ks, kst, rs, rst)
-        dense = self.__dict__.get("_dense")
-        if dense is not None and (g.part_bytes > dense.part_bytes or g.idx_bytes > dense.idx_bytes):
-            return None  # a layout needing more partial scratch than selected for: copy instead
-        return g
+        return _Geometry(d.op, d.dtype, d.out_dtype, ks, kst, rs, rst)
 
     def _views(self, args):
         d = self.desc
