@@ -48,13 +48,12 @@ from ._elementwise_functions import __all__ as _elementwise_names
 from ._extensions import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from ._info import __array_namespace_info__
 from ._searching_functions import where
-# -- issue 4 families: each line is owned by one module's author (keep one line each) --
 from ._statistical_functions import (all, any, argmax, argmin, count_nonzero, diff,  # noqa: A004
                                      logsumexp, max, mean, min, prod, std, sum, trace, var)
-from ._cumulative_functions import (cummax, cummin, cumprod, cumsum, cumulative_prod,  # [scans]
+from ._cumulative_functions import (cummax, cummin, cumprod, cumsum, cumulative_prod,
                                     cumulative_sum, logcumsumexp)
-from ._nonzero import flatnonzero, nonzero  # [scans]
-from ._sorting_functions import argsort, kthvalue, msort, searchsorted, sort, topk  # [sorting]
+from ._nonzero import flatnonzero, nonzero
+from ._sorting_functions import argsort, kthvalue, msort, searchsorted, sort, topk
 from ._counting_functions import bincount, histc, histogram
 from ._set_functions import (unique_all, unique_consecutive, unique_counts, unique_inverse,
                              unique_values)
@@ -90,8 +89,8 @@ __all__ = [
 ]
 __all__ += ["argmax", "argmin", "count_nonzero", "diff", "logsumexp", "max", "mean", "min",
             "prod", "std", "sum", "trace", "var"]
-__all__ += ["cumulative_sum", "cumulative_prod", "cumsum", "cumprod", "cummax", "cummin",  # [scans-all]
+__all__ += ["cumulative_sum", "cumulative_prod", "cumsum", "cumprod", "cummax", "cummin",
             "logcumsumexp", "nonzero", "flatnonzero"]
-__all__ += ["sort", "argsort", "searchsorted", "topk", "kthvalue", "msort"]  # [sorting-all]
+__all__ += ["sort", "argsort", "searchsorted", "topk", "kthvalue", "msort"]
 __all__ += ["bincount", "histc", "histogram", "unique_all", "unique_consecutive",
             "unique_counts", "unique_inverse", "unique_values"]

@@ -81,7 +81,7 @@ def test_bincount_histogram():
     f = rng.standard_normal(50001).astype(np.float32)
     h, e = xp.histogram(xp.asarray(f), bins=17)
     rh, re = np.histogram(f, bins=17)
-    np.testing.assert_allclose(e.to_numpy(), re, rtol=1e-12)
+    np.testing.assert_allclose(e.to_numpy(), re, rtol=1e-6)  # ours float64, numpy float32
     # edges agree to rounding; counts may move by one element at an edge computed differently
     assert np.abs(h.to_numpy() - rh).sum() <= 2
     h, e = xp.histogram(xp.asarray(f), bins=[-2.0, -1.0, 0.0, 0.5, 3.0], weights=xp.asarray(

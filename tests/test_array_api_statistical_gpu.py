@@ -12,7 +12,7 @@ INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"
 SHAPES_AXES = [((7,), None), ((33, 5), 0), ((33, 5), 1), ((4, 5, 6), (0, 2)), ((4, 5, 6), -1),
                ((3, 4, 5, 6), (1, 3)), ((2, 3, 4, 5, 6), (0, 2, 4)), ((1000, 3), None),
                ((5, 0), 1), ((0, 4), 1), ((), None), ((4097,), 0)]
-TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 3e-3, "bfloat16": 2e-2}
+TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 3e-3, "bfloat16": 2e-2, "prod-half": 6e-2}
 
 
 def _xp():
@@ -50,7 +50,7 @@ def _ref_input(a, dtype):
     if dtype == "bfloat16":  # the device holds a rounded copy: reference on the same values
         import torch
 
-        return torch.from_numpy(np.ascontiguousarray(a)).to(torch.bfloat16).double().numpy()
+        return torch.from_numpy(np.array(a, copy=True)).to(torch.bfloat16).double().numpy()
     return a
 
 
@@ -87,7 +87,9 @@ def test_float_reductions(dtype):
                     ref = ref_fn(r, axis=axis, keepdims=keep)
                 got = getattr(xp, fn)(x, axis=axis, keepdims=keep)
                 assert got.dtype == x.dtype, (fn, got.dtype)
-                _close(_np(got), ref, dtype, (fn, shape, axis, keep))
+                # half-precision products of many normals sit near the subnormal range
+                tol = "prod-half" if fn == "prod" and dtype in ("float16", "bfloat16") else dtype
+                _close(_np(got), ref, tol, (fn, shape, axis, keep))
             if dtype != "bfloat16":
                 with np.errstate(all="ignore"):
                     ref = np.log(np.sum(np.exp(r), axis=axis, keepdims=keep))

@@ -101,7 +101,8 @@ def test_sku_space():
     from baracuda_dsl.jit import get_template
 
     skus = get_template("axis_reduce").skus("sm80")
-    assert 300 < len(skus) < 450
+    assert 400 < len(skus) < 520
+    assert any(dict(k)["vec"] > 1 for k in skus)
     assert len(set(skus)) == len(skus)
 
 
@@ -111,8 +112,8 @@ def test_cross_compile(arch):
     from baracuda_dsl.jit import freeze_knobs
     from baracuda_dsl.jit.compiler import compile_sku
 
-    for knobs in (dict(op="sum", dtype="bf16", out="bf16", tpo=32, stage2=0),
-                  dict(op="argmax", dtype="f64", out="f64", tpo=256, stage2=1),
-                  dict(op="min", dtype="bool", out="bool", tpo=1, stage2=0)):
+    for knobs in (dict(op="sum", dtype="bf16", out="bf16", tpo=32, stage2=0, vec=8),
+                  dict(op="argmax", dtype="f64", out="f64", tpo=256, stage2=1, vec=1),
+                  dict(op="min", dtype="bool", out="bool", tpo=1, stage2=0, vec=1)):
         cubin, meta = compile_sku("axis_reduce", freeze_knobs(knobs), arch, timeout=300)
         assert len(cubin) > 1000 and meta["threads"] == 256

@@ -13,7 +13,8 @@ before the store (1/N for a mean; 1 otherwise).
 loads coalesce along a unit kept stride), 32 (lanes stride the reduced range, butterfly shuffles)
 or 256 (eight warps, then their partials in shared memory combined by thread 0 in warp order).
 Each thread accumulates its elements in increasing r; the combine tree is fixed: results are
-bit-identical run to run.
+bit-identical run to run.  ``vec`` > 1 SKUs (unit reduced stride, 16-byte aligned rows and
+segments, checked by the plan) load 16-byte vectors: lane l takes vectors l, l + tpo, ….
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def _extreme(dt: str, low: bool):
 def build(knobs: dict):
     op, dt, od, tpo = knobs["op"], knobs["dtype"], knobs["out"], int(knobs["tpo"])
     stage2 = int(knobs["stage2"])
+    vec = int(knobs.get("vec", 1))
     T, O = _T[dt], _T[od]
     cdt = acc_of(op, dt) if op in ("sum", "prod") else ("f32" if dt in ("f16", "bf16") else dt)
     if cdt == "bool":
@@ -95,7 +97,7 @@ def build(knobs: dict):
              step: Int64, r1: Int64, rs0: Int64, rs1: Int64):
         """Accumulate x[base + off_r(r)] for r = lo, lo + step, … < hi."""
         acc = A(ident)
-        idx = Int64(-1)
+        idx = Int64(2**62)  # above every index: the first real candidate equal to the identity wins
         for k in cutlass.range(Int32(0), Int32((hi - lo + step - Int64(1)) // step), unroll=4):
             r = lo + Int64(k) * step
             off = base + offset(r, r1, rs0, rs1)
@@ -107,6 +109,39 @@ def build(knobs: dict):
                 take = better(v, i, acc, idx)
                 acc = sel(take, v, acc)
                 idx = sel(take, i, idx)
+            else:
+                acc = comb(acc, v)
+        return acc, idx
+
+    @cute.jit
+    def walk_vec(px: cute.Pointer, base: Int64, s0: Int64, hi: Int64, lane: Int64):
+        """As :func:`walk` over [s0, hi) with unit stride, in 16-byte vectors: lane l takes
+        vectors l, l + tpo, …; the < vec tail elements go to lanes 0.. one each."""
+        acc = A(ident)
+        idx = Int64(2**62)
+        nv = (hi - s0) // Int64(vec)
+        cnt = (nv - lane + Int64(tpo - 1)) // Int64(tpo)
+        cnt = sel(cnt < Int64(0), Int64(0), cnt)
+        frag = cute.make_rmem_tensor(cute.make_layout(vec), T)
+        for k in cutlass.range(Int32(0), Int32(cnt), unroll=2):
+            r = s0 + (lane + Int64(k) * Int64(tpo)) * Int64(vec)
+            g = cute.make_tensor(px + cute.assume(base + r, divby=vec), cute.make_layout(vec))
+            cute.autovec_copy(g, frag)
+            for e in cutlass.range_constexpr(vec):
+                v = A(frag[e])
+                if cutlass.const_expr(ARG):
+                    take = better(v, r + Int64(e), acc, idx)
+                    acc = sel(take, v, acc)
+                    idx = sel(take, r + Int64(e), idx)
+                else:
+                    acc = comb(acc, v)
+        t = s0 + nv * Int64(vec) + lane
+        if t < hi:
+            v = A(cute.make_tensor(px + (base + t), cute.make_layout(1))[0])
+            if cutlass.const_expr(ARG):
+                take = better(v, t, acc, idx)
+                acc = sel(take, v, acc)
+                idx = sel(take, t, idx)
             else:
                 acc = comb(acc, v)
         return acc, idx
@@ -158,7 +193,14 @@ def build(knobs: dict):
         hi = s * seg + seg
         hi = sel(hi < R, hi, R)
         hi = sel(live, hi, lo)
-        acc, idx = walk(px, pxi, base, lo, hi, Int64(tpo), r1, rs0, rs1)
+        if cutlass.const_expr(vec > 1):
+            s0 = s * seg
+            hv = s0 + seg
+            hv = sel(hv < R, hv, R)
+            hv = sel(live, hv, s0)
+            acc, idx = walk_vec(px, base, s0, hv, lane)
+        else:
+            acc, idx = walk(px, pxi, base, lo, hi, Int64(tpo), r1, rs0, rs1)
         if cutlass.const_expr(tpo == 1):
             if live:
                 store(pout, poi, item, acc, idx, scale)
@@ -199,9 +241,10 @@ def build(knobs: dict):
 
     from cutlass.cute.runtime import make_fake_stream, make_ptr
 
-    def ptr(t):
-        return make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=max(t.width // 8, 1))
+    def ptr(t, align=None):
+        return make_ptr(t, 16, cute.AddressSpace.gmem,
+                        assumed_align=align or max(t.width // 8, 1))
 
-    args = ([ptr(T), ptr(Int64), ptr(O), ptr(Int64)] + [Int64(1)] * 10 +
+    args = ([ptr(T, 16 if vec > 1 else None), ptr(Int64), ptr(O), ptr(Int64)] + [Int64(1)] * 10 +
             [Float64(1.0), make_fake_stream()])
     return launch, args

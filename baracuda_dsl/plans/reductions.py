@@ -98,12 +98,15 @@ def _grid(items: int, tpo: int) -> int:
 class _Geometry:
     """Host plan of one reduction: optional dense copy, pass 1, optional pass 2."""
 
-    def __init__(self, op: str, dt: DType, od: DType, kshape, kstr, rshape, rstr):
+    def __init__(self, op: str, dt: DType, od: DType, kshape, kstr, rshape, rstr,
+                 ptr_mod: int = 0):
         n_out, R = prod(kshape), prod(rshape)
         k1, ks1 = (kshape[-1], kstr[-1]) if kshape else (1, 0)
         ks0 = kstr[-2] if len(kshape) == 2 else 0
-        r1, rs1 = (rshape[-1], rstr[-1]) if rshape else (1, 0)
-        rs0 = rstr[-2] if len(rshape) == 2 else 0
+        if len(rshape) == 2:
+            r1, rs1, rs0 = rshape[-1], rstr[-1], rstr[-2]
+        else:  # one reduced dim: r1 = 1 selects the kernel's division-free r · rs1 offsets
+            r1, rs1, rs0 = 1, (rstr[-1] if rshape else 0), 0
         arg = op in spec.ARG_OPS
         kop = "sum" if op == "mean" else op
         acc = _SHORT[spec.acc_of(kop, dt.short)] if not arg else dt
@@ -112,22 +115,30 @@ class _Geometry:
         nseg = 1
         if R >= 1024 and threads < _FILL_THREADS:
             nseg = min(-(-_FILL_THREADS // threads), max_segments(n_out, R))
+        # 16-byte vector loads: float input, unit reduced stride, aligned rows / pointer
+        V = 16 // dt.itemsize if dt.short in spec.ITEMSIZE else 1
+        vec = (V > 1 and tpo > 1 and len(rshape) <= 1 and rs1 == 1 and ptr_mod % 16 == 0
+               and ks0 % V == 0 and ks1 % V == 0)
         seg = -(-R // nseg) if nseg else R
+        if vec and nseg > 1:
+            seg = -(-seg // V) * V
         nseg = -(-R // seg) if R else 1
         self.n_out, self.R, self.nseg, self.acc = n_out, R, nseg, acc
         if nseg == 1:
-            k = dict(op=kop, dtype=dt.short, out=od.short, tpo=tpo, stage2=0)
+            k = dict(op=kop, dtype=dt.short, out=(dt if arg else od).short, tpo=tpo, stage2=0,
+                     vec=V if vec else 1)
             self.p1 = _Pass(k, (n_out, R, k1, ks0, ks1, r1, rs0, rs1, max(R, 1), 1),
                             _grid(n_out, tpo))
             self.p2 = None
         else:
             part = dt if arg else acc
-            k = dict(op=kop, dtype=dt.short, out=part.short, tpo=tpo, stage2=0)
+            k = dict(op=kop, dtype=dt.short, out=part.short, tpo=tpo, stage2=0,
+                     vec=V if vec else 1)
             self.p1 = _Pass(k, (n_out, R, k1, ks0, ks1, r1, rs0, rs1, seg, nseg),
                             _grid(n_out * nseg, tpo))
             tpo2 = 1 if n_out >= 1024 else (32 if nseg <= 8192 else 256)
             k2 = dict(op=kop, dtype=part.short, out=(part if arg else od).short, tpo=tpo2,
-                      stage2=1 if arg else 0)
+                      stage2=1 if arg else 0, vec=1)
             self.p2 = _Pass(k2, (n_out, nseg, n_out, 0, 1, 1, 0, n_out, nseg, 1),
                             _grid(n_out, tpo2))
         # partial scratch sized for the most segments any layout of this problem may use
@@ -228,14 +239,14 @@ class ReducePlan(Plan):
     def is_empty(self) -> bool:
         return self._n_out == 0
 
-    def _geometry(self, shape, strides) -> Optional[_Geometry]:
+    def _geometry(self, shape, strides, ptr_mod: int = 0) -> Optional[_Geometry]:
         d = self.desc
         kept = [i for i in range(len(shape)) if i not in d.axes]
         ks, kst = collapse_dims([shape[i] for i in kept], [strides[i] for i in kept])
         rs, rst = collapse_dims([shape[i] for i in d.axes], [strides[i] for i in d.axes])
         if len(ks) > 2 or len(rs) > 2:
             return None
-        return _Geometry(d.op, d.dtype, d.out_dtype, ks, kst, rs, rst)
+        return _Geometry(d.op, d.dtype, d.out_dtype, ks, kst, rs, rst, ptr_mod)
 
     def _views(self, args):
         d = self.desc
@@ -263,7 +274,7 @@ class ReducePlan(Plan):
         if self._R == 0:
             self._fill_identity(o, st)
             return
-        g = self._geometry(x.shape, x.strides)
+        g = self._geometry(x.shape, x.strides, x.ptr % 16)
         off = 0
         if g is None and not self._copy_bytes:
             raise UnsupportedError("Reduce: the kept or reduced dims of this strided view do not "
@@ -280,7 +291,7 @@ class ReducePlan(Plan):
             StridedCopyPlan.select(StridedCopyDescriptor(pv.shape, x.dtype), self.pref).run(
                 StridedCopyArgs(pv, dense), st)
             x, off = dense, self._copy_bytes
-            g = self._dense_perm(pv.shape)
+            g = self._dense_perm(pv.shape, ws.ptr % 16)
         part = ws.ptr + off
         pidx = part + g.part_bytes
         lk = self._kernel_for(g.p1.knobs, x.device)
@@ -292,11 +303,11 @@ class ReducePlan(Plan):
             lk2 = self._kernel_for(g.p2.knobs, x.device)
             lk2.launch((g.p2.grid, 1, 1), [part, pidx, o.ptr, o.ptr, *g.p2.dims, scale], st)
 
-    def _dense_perm(self, pshape):
+    def _dense_perm(self, pshape, ptr_mod: int = 0):
         nk = len(self.desc.shape) - len(self.desc.axes)
         K, R = prod(pshape[:nk]), prod(pshape[nk:])
         return _Geometry(self.desc.op, self.desc.dtype, self.desc.out_dtype, (K,), (R,), (R,),
-                         (1,))
+                         (1,), ptr_mod)
 
     def _kernel_for(self, knobs: dict, dev: int):
         memo = self.__dict__.setdefault("_knob_memo", {})
@@ -338,7 +349,7 @@ class ArgReducePlan(ReducePlan):
         if self.is_empty():
             return
         st = stream_handle(stream)
-        g = self._geometry(x.shape, x.strides)
+        g = self._geometry(x.shape, x.strides, x.ptr % 16)
         off = 0
         if g is None and not self._copy_bytes:
             raise UnsupportedError("ArgReduce: the dims of this strided view do not collapse to "
@@ -356,7 +367,7 @@ class ArgReducePlan(ReducePlan):
             StridedCopyPlan.select(StridedCopyDescriptor(pv.shape, x.dtype), self.pref).run(
                 StridedCopyArgs(pv, dense), st)
             x, off = dense, self._copy_bytes
-            g = self._dense_perm(pv.shape)
+            g = self._dense_perm(pv.shape, ws.ptr % 16)
         part = ws.ptr + off
         pidx = part + g.part_bytes
         vals = pidx + g.idx_bytes

@@ -5,11 +5,8 @@ from . import row_norm  # noqa: F401
 from . import channel_norm  # noqa: F401
 from . import repeat  # noqa: F401
 from . import elementwise  # noqa: F401
-# issue 4 families (one line each, owned by the family's author):
-# [reductions]
-from . import scan  # noqa: F401  # [scans]
-from . import sort  # noqa: F401  # [sorting]
+from . import scan  # noqa: F401
+from . import sort  # noqa: F401
 from . import histogram  # noqa: F401
 from . import axis_reduce  # noqa: F401
 from . import gather  # noqa: F401
-# [sets]

@@ -16,6 +16,7 @@ Knobs:
 ``tpo``     threads per output: 1 (one thread walks its outputs' reduced range: coalesced when
             the kept stride is 1), 32 (a warp per output), 256 (a CTA per output)
 ``stage2``  arg ops only: 1 when the input is (value, index) partials of a split pass
+``vec``     1, or 16 / itemsize for float inputs with a unit reduced stride (16-byte loads)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ FLOATS = ("f32", "f16", "bf16", "f64")
 VALUE_OPS = ("sum", "prod", "max", "min")
 ARG_OPS = ("argmax", "argmin")
 OPS = VALUE_OPS + ARG_OPS
+ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8}
 
 
 def acc_of(op: str, dt: str) -> str:
@@ -64,7 +66,10 @@ def _space():
             for out in outs:
                 for tpo in TPOS:
                     for st in ((0, 1) if op in ARG_OPS else (0,)):
-                        yield dict(op=op, dtype=dt, out=out, tpo=tpo, stage2=st)
+                        yield dict(op=op, dtype=dt, out=out, tpo=tpo, stage2=st, vec=1)
+                    if tpo > 1 and dt in FLOATS:
+                        yield dict(op=op, dtype=dt, out=out, tpo=tpo, stage2=0,
+                                   vec=16 // ITEMSIZE[dt])
         # pass 2 of a split reduction: accumulator partials in, the input dtype out
         if op in VALUE_OPS:
             for dt in dtypes_of(op):
@@ -73,7 +78,7 @@ def _space():
                     continue
                 if acc != dt:
                     for tpo in TPOS:
-                        yield dict(op=op, dtype=acc, out=dt, tpo=tpo, stage2=0)
+                        yield dict(op=op, dtype=acc, out=dt, tpo=tpo, stage2=0, vec=1)
 
 
 def _dedup():
