@@ -87,7 +87,7 @@ def max_segments(n_out: int, R: int) -> int:
     """Upper bound on the segments of a split reduction (sizes the partials workspace)."""
     if R < 1024 or n_out == 0:
         return 1
-    return min(-(-_FILL_THREADS // n_out), max(R // 256, 1), 65536)
+    return min(-(-4 * _FILL_THREADS // n_out), max(R // 256, 1), 65536)
 
 
 def _grid(items: int, tpo: int) -> int:
@@ -113,8 +113,10 @@ class _Geometry:
         tpo = _tpo_for(R, n_out, ks1 if kshape else 1, rs1)
         threads = n_out * tpo
         nseg = 1
-        if R >= 1024 and threads < _FILL_THREADS:
-            nseg = min(-(-_FILL_THREADS // threads), max_segments(n_out, R))
+        # thread-per-output walks are latency-bound: ask for 4x the threads of the other paths
+        fill = _FILL_THREADS * (4 if tpo == 1 else 1)
+        if R >= 1024 and threads < fill:
+            nseg = min(-(-fill // threads), max_segments(n_out, R))
         # 16-byte vector loads: float input, unit reduced stride, aligned rows / pointer
         V = 16 // dt.itemsize if dt.short in spec.ITEMSIZE else 1
         vec = (V > 1 and tpo > 1 and len(rshape) <= 1 and rs1 == 1 and ptr_mod % 16 == 0
