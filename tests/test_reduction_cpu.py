@@ -117,3 +117,22 @@ def test_cross_compile(arch):
                   dict(op="min", dtype="bool", out="bool", tpo=1, stage2=0, vec=1)):
         cubin, meta = compile_sku("axis_reduce", freeze_knobs(knobs), arch, timeout=300)
         assert len(cubin) > 1000 and meta["threads"] == 256
+
+
+def test_backward_validation():
+    from baracuda_dsl.plans.reductions_bw import (ReduceBackwardArgs, ReduceBackwardDescriptor,
+                                                  ReduceBackwardPlan)
+
+    d = ReduceBackwardDescriptor((4, 5, 6), (0, 2), "var", "bf16", correction=1)
+    assert d.out_shape == (5,) and d.keep_shape == (1, 5, 1)
+    p = ReduceBackwardPlan.select(d, PREF)
+    assert p.workspace_size() > 0 and p.sku().op == "var_bw"
+    assert ReduceBackwardPlan.select(ReduceBackwardDescriptor((4, 5), None, "sum"),
+                                     PREF).workspace_size() == 0
+    with pytest.raises(bd.UnsupportedError):
+        ReduceBackwardDescriptor((4,), None, "prod")
+    with pytest.raises(bd.UnsupportedError):
+        ReduceBackwardDescriptor((4,), None, "sum", "int32")
+    q = ReduceBackwardPlan.select(ReduceBackwardDescriptor((4,), None, "max"), PREF)
+    with pytest.raises(bd.DeviceMismatchError):
+        q.run(ReduceBackwardArgs(np.zeros((), np.float32), np.zeros(4, np.float32)))

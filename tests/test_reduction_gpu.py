@@ -70,3 +70,36 @@ def test_argreduce_and_reduce_to():
         dims = tuple(i for i, (a, b) in enumerate(zip(pad, dy.shape)) if a == 1 and b != 1)
         ref = dy.sum(dim=dims, keepdim=True).reshape(target)
         assert torch.allclose(out, ref, rtol=1e-12, atol=1e-12), target
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "logsumexp", "norm2", "var", "std"])
+def test_reduce_backward_vs_autograd(op, dtype):
+    torch = pytest.importorskip("torch")
+    from baracuda_dsl.plans.reductions_bw import (ReduceBackwardArgs, ReduceBackwardDescriptor,
+                                                  ReduceBackwardPlan)
+
+    g = torch.Generator(device="cuda").manual_seed(2)
+    tdt = getattr(torch, dtype)
+    for shape, axes in (((33, 70), (1,)), ((4, 5, 6), (0, 2)), ((1000,), None), ((7, 9), (0,))):
+        x = torch.randn(shape, generator=g, device="cuda", dtype=torch.float64)
+        if op in ("max", "min"):
+            x = x.round()  # ties: the gradient is shared evenly
+        dims = tuple(range(len(shape))) if axes is None else axes
+        xr = x.clone().requires_grad_(True)
+        fns = {"sum": lambda t: t.sum(dims), "mean": lambda t: t.mean(dims),
+               "max": lambda t: t.amax(dims), "min": lambda t: t.amin(dims),
+               "logsumexp": lambda t: torch.logsumexp(t, dims),
+               "norm2": lambda t: torch.linalg.vector_norm(t, 2, dims),
+               "var": lambda t: t.var(dims, correction=1), "std": lambda t: t.std(dims, correction=1)}
+        y64 = fns[op](xr)
+        dy64 = torch.randn(y64.shape, generator=g, device="cuda", dtype=torch.float64)
+        (ref,) = torch.autograd.grad(y64, xr, dy64)
+        xd, yd, dyd = x.to(tdt), y64.detach().to(tdt), dy64.to(tdt)
+        plan = ReduceBackwardPlan.select(ReduceBackwardDescriptor(shape, axes, op, dtype,
+                                                                  correction=1.0))
+        dx = torch.full(shape, float("nan"), device="cuda", dtype=tdt)
+        plan.run(ReduceBackwardArgs(dyd, dx, xd, yd), workspace=_ws(torch, plan))
+        err = float((dx.double() - ref).norm() / ref.norm().clamp_min(1e-30))
+        tol = {"float32": 1e-5, "float64": 1e-12, "bfloat16": 3e-2}[dtype]
+        assert err <= tol, (op, shape, axes, err)

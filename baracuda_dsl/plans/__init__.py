@@ -29,6 +29,8 @@ from .sort_bw import (KthvalueBackwardArgs, KthvalueBackwardDescriptor, Kthvalue
                       TopkBackwardArgs, TopkBackwardDescriptor, TopkBackwardPlan)
 from .reductions import (ArgReducePlan, ReduceArgs, ReduceDescriptor, ReducePlan,
                          ReduceToDescriptor, ReduceToPlan)
+from .reductions_bw import (ReduceBackwardArgs, ReduceBackwardDescriptor,
+                            ReduceBackwardPlan)
 from .unique import UniqueArgs, UniqueConsecutivePlan, UniqueDescriptor, UniquePlan
 
 __all__ = [
@@ -56,5 +58,5 @@ __all__ = [
     "TopkBackwardArgs", "TopkBackwardDescriptor", "TopkBackwardPlan",
     "UniqueArgs", "UniqueConsecutivePlan", "UniqueDescriptor", "UniquePlan",
     "ArgReducePlan", "ReduceArgs", "ReduceDescriptor", "ReducePlan", "ReduceToDescriptor",
-    "ReduceToPlan",
+    "ReduceToPlan", "ReduceBackwardArgs", "ReduceBackwardDescriptor", "ReduceBackwardPlan",
 ] + list(_channel_norm.__all__) + list(_ew_families.__all__)

@@ -25,10 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from ..dtypes import DType, dtype as as_dtype, float64, int64
+from ..dtypes import DType, dtype as as_dtype, int64
 from ..errors import InvalidProblemError, UnsupportedError
 from ..plan import Plan, collapse_dims, plan_arch, prod, resolve_pref, view_arg
-from ..tensor import MAX_RANK, TensorView, check_shape, contiguous_strides
+from ..tensor import TensorView, check_shape, contiguous_strides
 from ..templates import axis_reduce as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 
@@ -276,24 +276,7 @@ class ReducePlan(Plan):
         if self._R == 0:
             self._fill_identity(o, st)
             return
-        g = self._geometry(x.shape, x.strides, x.ptr % 16)
-        off = 0
-        if g is None and not self._copy_bytes:
-            raise UnsupportedError("Reduce: the kept or reduced dims of this strided view do not "
-                                   "collapse to two strided dims; pass a dense copy")
-        if g is None:  # dims do not collapse: dense copy, kept dims first
-            from .repeat import StridedCopyArgs, StridedCopyDescriptor, StridedCopyPlan
-
-            kept = [i for i in range(len(d.shape)) if i not in d.axes]
-            perm = kept + list(d.axes)
-            pv = TensorView._trusted(x.ptr, tuple(x.shape[i] for i in perm),
-                                     tuple(x.strides[i] for i in perm), x.dtype, x.device, None)
-            dense = TensorView._trusted(ws.ptr, pv.shape, contiguous_strides(pv.shape), x.dtype,
-                                        x.device, None)
-            StridedCopyPlan.select(StridedCopyDescriptor(pv.shape, x.dtype), self.pref).run(
-                StridedCopyArgs(pv, dense), st)
-            x, off = dense, self._copy_bytes
-            g = self._dense_perm(pv.shape, ws.ptr % 16)
+        x, g, off = self._prepare(x, ws, st)
         part = ws.ptr + off
         pidx = part + g.part_bytes
         lk = self._kernel_for(g.p1.knobs, x.device)
@@ -304,6 +287,28 @@ class ReducePlan(Plan):
             lk.launch((g.p1.grid, 1, 1), [x.ptr, x.ptr, part, pidx, *g.p1.dims, 1.0], st)
             lk2 = self._kernel_for(g.p2.knobs, x.device)
             lk2.launch((g.p2.grid, 1, 1), [part, pidx, o.ptr, o.ptr, *g.p2.dims, scale], st)
+
+    def _prepare(self, x: TensorView, ws: Workspace, st: int):
+        """(input view, geometry, workspace offset past the copy) for this call: the view as it
+        is when its dims collapse, else a dense kept-dims-first copy in the workspace."""
+        d = self.desc
+        g = self._geometry(x.shape, x.strides, x.ptr % 16)
+        if g is not None:
+            return x, g, 0
+        if not self._copy_bytes:
+            raise UnsupportedError("Reduce: the kept or reduced dims of this strided view do not "
+                                   "collapse to two strided dims; pass a dense copy")
+        from .repeat import StridedCopyArgs, StridedCopyDescriptor, StridedCopyPlan
+
+        kept = [i for i in range(len(d.shape)) if i not in d.axes]
+        perm = kept + list(d.axes)
+        pv = TensorView._trusted(x.ptr, tuple(x.shape[i] for i in perm),
+                                 tuple(x.strides[i] for i in perm), x.dtype, x.device, None)
+        dense = TensorView._trusted(ws.ptr, pv.shape, contiguous_strides(pv.shape), x.dtype,
+                                    x.device, None)
+        StridedCopyPlan.select(StridedCopyDescriptor(pv.shape, x.dtype), self.pref).run(
+            StridedCopyArgs(pv, dense), st)
+        return dense, self._dense_perm(pv.shape, ws.ptr % 16), self._copy_bytes
 
     def _dense_perm(self, pshape, ptr_mod: int = 0):
         nk = len(self.desc.shape) - len(self.desc.axes)
@@ -351,25 +356,7 @@ class ArgReducePlan(ReducePlan):
         if self.is_empty():
             return
         st = stream_handle(stream)
-        g = self._geometry(x.shape, x.strides, x.ptr % 16)
-        off = 0
-        if g is None and not self._copy_bytes:
-            raise UnsupportedError("ArgReduce: the dims of this strided view do not collapse to "
-                                   "two strided dims; pass a dense copy")
-        if g is None:
-            from .repeat import StridedCopyArgs, StridedCopyDescriptor, StridedCopyPlan
-
-            d = self.desc
-            kept = [i for i in range(len(d.shape)) if i not in d.axes]
-            perm = kept + list(d.axes)
-            pv = TensorView._trusted(x.ptr, tuple(x.shape[i] for i in perm),
-                                     tuple(x.strides[i] for i in perm), x.dtype, x.device, None)
-            dense = TensorView._trusted(ws.ptr, pv.shape, contiguous_strides(pv.shape), x.dtype,
-                                        x.device, None)
-            StridedCopyPlan.select(StridedCopyDescriptor(pv.shape, x.dtype), self.pref).run(
-                StridedCopyArgs(pv, dense), st)
-            x, off = dense, self._copy_bytes
-            g = self._dense_perm(pv.shape, ws.ptr % 16)
+        x, g, off = self._prepare(x, ws, st)
         part = ws.ptr + off
         pidx = part + g.part_bytes
         vals = pidx + g.idx_bytes
