@@ -27,6 +27,7 @@ input's shape (sums over the broadcast dims, deterministic, f32 accumulation for
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
@@ -37,7 +38,6 @@ from ..plan import Plan, plan_arch, prod, resolve_pref
 from ..runtime.stream import stream_handle
 from ..tensor import TensorView, as_view, contiguous_strides
 from ..templates import elementwise as spec
-from ..templates import row_norm as rn_spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PlanPreference
 from .elementwise import (ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan,
                           broadcast_shapes, _precision)
@@ -126,7 +126,7 @@ class ElementwiseBackwardArgs:
 class ElementwiseBackwardPlan(Plan):
     """dX_k = Σ_{broadcast dims} dy · ∂f/∂x_k for every array input of a forward elementwise op.
     One kernel computes all gradients at the broadcast shape; gradients of broadcast inputs are
-    then summed over the broadcast dims (deterministic column sums, f32/f64 accumulation).
+    then summed over the broadcast dims by ReduceToPlan (deterministic, f32/f64 accumulation).
     Temporaries come from the stream-ordered pool; no workspace."""
 
     category = OpCategory.ELEMENTWISE
@@ -244,48 +244,28 @@ def _zero(v: TensorView, stream: int) -> None:
     driver.cuMemsetD8Async(v.ptr, 0, v.numel * v.itemsize, stream)
 
 
-def _sum_to_shape(full: TensorView, g: TensorView, stream: int, arch, bufs) -> None:
-    """g = full summed over the dims where g broadcasts (full dense at the broadcast shape)."""
-    from ..jit import freeze_knobs, kernel as jit_kernel
-    from ..runtime.memory import allocate
-    from .repeat import strided_copy
+@functools.lru_cache(maxsize=512)
+def _reduce_to_plan(shape, target, dt, arch):
+    from .reductions import ReduceToDescriptor, ReduceToPlan
 
-    shape = full.shape
-    pad = len(shape) - len(g.shape)
-    red = [i for i, n in enumerate(shape) if (i < pad or g.shape[i - pad] == 1) and n != 1]
-    keep = [i for i in range(len(shape)) if i not in red]
-    R = prod(shape[i] for i in red)
-    C = prod(shape[i] for i in keep)
-    if R == 0 or C == 0:
-        if g.numel:
-            _zero(g, stream)
-        return
-    dev = full.device
-    perm = red + keep
-    src = full
-    if perm != sorted(perm):
-        b = allocate(full.numel * full.itemsize, stream, dev)
+    return ReduceToPlan.select(ReduceToDescriptor(shape, target, dt), PlanPreference(arch=arch))
+
+
+def _sum_to_shape(full: TensorView, g: TensorView, stream: int, arch, bufs) -> None:
+    """g = full summed over the dims where g broadcasts (ReduceToPlan: deterministic, half
+    types accumulate in f32; its workspace comes from the stream-ordered pool)."""
+    from ..runtime.memory import allocate
+    from ..vocabulary import Workspace
+    from .reductions import ReduceArgs
+
+    plan = _reduce_to_plan(tuple(full.shape), tuple(g.shape), full.dtype, arch)
+    ws = None
+    n = plan.workspace_size()
+    if n:
+        b = allocate(n, stream, full.device)
         bufs.append(b)
-        st = contiguous_strides(shape)
-        view = TensorView._trusted(full.ptr, tuple(shape[i] for i in perm),
-                                   tuple(st[i] for i in perm), full.dtype, dev, full)
-        src = TensorView._trusted(int(b.handle), view.shape, contiguous_strides(view.shape),
-                                  full.dtype, dev, b)
-        strided_copy(view, src, stream)
-    dt = full.dtype
-    ct = _dt.float64 if dt == _dt.float64 else _dt.float32
-    if dt != ct:  # column_sum reads the compute type
-        b = allocate(full.numel * ct.itemsize, stream, dev)
-        bufs.append(b)
-        up = TensorView._trusted(int(b.handle), src.shape, src.strides, ct, dev, b)
-        ElementwisePlan.select(ElementwiseDescriptor("cast", (src.shape,), dt, ct),
-                               PlanPreference(arch=arch)).run(ElementwiseArgs([src], [up]),
-                                                              stream=stream)
-        src = up
-    if R >= 2**31 or C >= 2**31:
-        raise UnsupportedError("gradient reduction over ≥ 2³¹ rows or columns is not wired")
-    k = jit_kernel(rn_spec.COLUMN_SUM, freeze_knobs(dict(dtype=dt.short)), dev, arch)
-    k.launch(((C + 31) // 32, 1, 1), [src.ptr, g.ptr, R, C, C], stream)
+        ws = Workspace(int(b.handle), n, b)
+    plan.run(ReduceArgs(full, g), stream, ws)
 
 
 def _bw_family(name: str, ops: frozenset):
