@@ -3,11 +3,10 @@ searching reductions ``argmax argmin count_nonzero``, the utility ``all any diff
 extensions ``logsumexp`` and ``trace``.
 
 Device reductions through ``ReducePlan`` / ``ArgReducePlan`` (any axes, deterministic fixed-order
-combines; half types accumulate in float32).  Composites: ``mean`` is a sum scaled before the
-store; ``var``/``std`` are mean → squared deviations → sum (two passes over x, computed in
-float32 for half inputs); ``logsumexp`` is max → Σ exp(x − max) → log + max; ``all``/``any``/
-``count_nonzero`` reduce ``x != 0`` (NaN is non-zero); complex ``sum``/``mean`` reduce the array
-viewed as real pairs.  Results are new arrays; no host synchronisation.
+combines; half types accumulate in float32); ``var``/``std``/``logsumexp`` through the composite
+``StatReducePlan`` (computed in float32 for half inputs).  ``all``/``any``/``count_nonzero``
+reduce ``x != 0`` (NaN is non-zero); complex ``sum``/``mean`` reduce the array viewed as real
+pairs.  Results are new arrays; no host synchronisation.
 
 Dtypes per the standard: ``sum``/``prod`` of signed integers and bool default to int64, unsigned
 to uint64, floats and complex keep theirs (``dtype=`` overrides: a float dtype converts the input
@@ -63,13 +62,13 @@ def _plan(cls, desc):
     return cls.select(desc)
 
 
-def _run(x: Array, axes, op: str, keep_dtype: bool = False) -> Array:
+def _run(x: Array, axes, op: str, keep_dtype: bool = False, correction: float = 0.0) -> Array:
     """One ReducePlan / ArgReducePlan launch; the kept-dims result (keepdims not applied)."""
     from ._extensions import _workspace
     from ._manipulation_functions import ascontiguousarray
 
     arg = op in ("argmax", "argmin")
-    desc = ReduceDescriptor(x.shape, axes, op, x.dtype, keep_dtype)
+    desc = ReduceDescriptor(x.shape, axes, op, x.dtype, keep_dtype, float(correction))
     plan = _plan(ArgReducePlan if arg else ReducePlan, desc)
     out = Array._empty(desc.out_shape, desc.out_dtype, x.device)
     if out.size == 0:
@@ -178,58 +177,29 @@ def mean(x: Array, /, *, axis=None, keepdims: builtins.bool = False) -> Array:
     return _finish(_run(x, axes, "mean"), x, axes, keepdims)
 
 
+def _stat(op, x, axis, keepdims, correction=0.0):
+    _floating(x, op)
+    if _is_complex(x.dtype):
+        raise UnsupportedError(f"{op} of complex arrays is not wired; wired: real floating dtypes")
+    axes = _axes(axis, x.ndim)
+    return _finish(_run(x, axes, op, correction=correction), x, axes, keepdims)
+
+
 def var(x: Array, /, *, axis=None, correction=0.0, keepdims: builtins.bool = False) -> Array:
     """Σ (x − mean)² / (N − correction) over ``axis`` (NaN when N − correction ≤ 0); real
-    floating dtypes; half inputs compute in float32."""
-    from ._elementwise_functions import multiply, subtract
-
-    _floating(x, "var")
-    if _is_complex(x.dtype):
-        raise UnsupportedError("var of complex arrays is not wired; wired: real floating dtypes")
-    axes = _axes(axis, x.ndim)
-    xc = cast(x, _dt.float32) if x.dtype in (_dt.float16, _dt.bfloat16) else x
-    n = 1
-    for a in axes:
-        n *= x.shape[a]
-    m = mean(xc, axis=axes, keepdims=True)
-    d = subtract(xc, m)
-    s = sum(multiply(d, d), axis=axes, keepdims=keepdims)
-    dof = n - float(correction)
-    v = multiply(s, (1.0 / dof) if dof > 0 else float("nan"))
-    return cast(v, x.dtype) if v.dtype != x.dtype else v
+    floating dtypes; half inputs compute in float32 (StatReducePlan)."""
+    return _stat("var", x, axis, keepdims, correction)
 
 
 def std(x: Array, /, *, axis=None, correction=0.0, keepdims: builtins.bool = False) -> Array:
     """√var(x) (see :func:`var`)."""
-    from ._elementwise_functions import sqrt
-
-    return sqrt(var(x, axis=axis, correction=correction, keepdims=keepdims))
+    return _stat("std", x, axis, keepdims, correction)
 
 
 def logsumexp(x: Array, /, *, axis=None, keepdims: builtins.bool = False) -> Array:
     """log Σ exp(x) over ``axis``, stabilised by the max (extension; real floating dtypes;
-    −inf for an empty reduction or all −inf; half inputs compute in float32)."""
-    from ._elementwise_functions import add, exp, isfinite, log, subtract
-    from ._searching_functions import where
-
-    _floating(x, "logsumexp")
-    axes = _axes(axis, x.ndim)
-    xc = cast(x, _dt.float32) if x.dtype in (_dt.float16, _dt.bfloat16) else x
-    if builtins.any(x.shape[a] == 0 for a in axes):
-        from ._creation_functions import full
-
-        r = full(tuple(n for d, n in enumerate(x.shape) if d not in axes), float("-inf"),
-                 dtype=x.dtype, device=x.device)
-        return _finish(r, x, axes, keepdims)
-    m = max(xc, axis=axes, keepdims=True)
-    m = where(isfinite(m), m, 0.0)
-    s = sum(exp(subtract(xc, m)), axis=axes, keepdims=True)
-    r = add(log(s), m)
-    if not keepdims:
-        from ._manipulation_functions import reshape
-
-        r = reshape(r, tuple(n for d, n in enumerate(x.shape) if d not in axes))
-    return cast(r, x.dtype) if r.dtype != x.dtype else r
+    −inf for an empty reduction; half inputs compute in float32; StatReducePlan)."""
+    return _stat("logsumexp", x, axis, keepdims)
 
 
 # ------------------------------------------------------------------------------ searching

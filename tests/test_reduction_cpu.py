@@ -25,7 +25,9 @@ def test_validation():
     with pytest.raises(bd.InvalidProblemError):
         ReduceDescriptor((4, 5), (2,))
     with pytest.raises(bd.InvalidProblemError):
-        ReduceDescriptor((4, 5), None, "var")
+        ReduceDescriptor((4, 5), None, "median")
+    with pytest.raises(bd.UnsupportedError):
+        ReduceDescriptor((4, 5), None, "var", "int32")
     with pytest.raises(bd.UnsupportedError):
         ReduceDescriptor((4,), None, "mean", "int32")
     with pytest.raises(bd.UnsupportedError):
@@ -136,3 +138,27 @@ def test_backward_validation():
     q = ReduceBackwardPlan.select(ReduceBackwardDescriptor((4,), None, "max"), PREF)
     with pytest.raises(bd.DeviceMismatchError):
         q.run(ReduceBackwardArgs(np.zeros((), np.float32), np.zeros(4, np.float32)))
+
+
+def test_composites_select():
+    from baracuda_dsl.plans.reduction_composites import (BoolReduceDescriptor, BoolReducePlan,
+                                                         CountReducePlan, StatReducePlan,
+                                                         TraceDescriptor, TracePlan)
+
+    for op in ("var", "std", "logsumexp", "norm2"):
+        p = ReducePlan.select(ReduceDescriptor((8, 300), (1,), op, "bf16", correction=1), PREF)
+        assert isinstance(p, StatReducePlan) and p.workspace_size() >= 8 * 300 * 4
+        assert p.precision_guarantee().accumulator == bd.float32
+    assert ReducePlan.select(ReduceDescriptor((8, 0), (1,), "logsumexp"), PREF).workspace_size()
+    b = BoolReducePlan.select(BoolReduceDescriptor((4, 5), (1,), "all", "f16"), PREF)
+    assert b.desc.out_dtype.name == "bool" and b.workspace_size() >= 20
+    c = CountReducePlan.select(BoolReduceDescriptor((4, 5), None, "count_nonzero", "c64"), PREF)
+    assert c.desc.out_dtype == bd.int64 and c.desc.out_shape == ()
+    with pytest.raises(bd.InvalidProblemError):
+        BoolReducePlan.select(BoolReduceDescriptor((4,), None, "count_nonzero"), PREF)
+    with pytest.raises(bd.UnsupportedError):
+        BoolReduceDescriptor((4,), None, "any", "complex128")
+    t = TracePlan.select(TraceDescriptor((3, 4, 5), -2, "int32"), PREF)
+    assert t.out_shape == (3,) and t.out_dtype == bd.int64 and t.desc.diag_len == 2
+    with pytest.raises(bd.InvalidProblemError):
+        TraceDescriptor((4,))

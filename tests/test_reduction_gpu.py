@@ -103,3 +103,54 @@ def test_reduce_backward_vs_autograd(op, dtype):
         err = float((dx.double() - ref).norm() / ref.norm().clamp_min(1e-30))
         tol = {"float32": 1e-5, "float64": 1e-12, "bfloat16": 3e-2}[dtype]
         assert err <= tol, (op, shape, axes, err)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+def test_stat_bool_count_trace_plans(dtype):
+    torch = pytest.importorskip("torch")
+    from baracuda_dsl.plans.reduction_composites import (BoolReduceDescriptor, BoolReducePlan,
+                                                         CountReducePlan, TraceDescriptor,
+                                                         TracePlan)
+    from baracuda_dsl.plans.reductions import ReduceArgs, ReduceDescriptor, ReducePlan
+
+    g = torch.Generator(device="cuda").manual_seed(3)
+    tdt = getattr(torch, dtype)
+    tol = {"float32": 1e-5, "float64": 1e-12, "bfloat16": 1e-2, "float16": 2e-3}[dtype]
+    for shape, axes in (((33, 700), (1,)), ((4, 5, 6), (0, 2)), ((3000,), None), ((9, 0), (1,))):
+        x = torch.randn((shape[0] * 2,) + shape[1:], generator=g, device="cuda").to(tdt)[::2]
+        x64 = x.double()
+        dims = tuple(range(len(shape))) if axes is None else axes
+        refs = {"var": x64.var(dims, correction=1), "std": x64.std(dims, correction=1),
+                "logsumexp": torch.logsumexp(x64, dims),
+                "norm2": torch.linalg.vector_norm(x64, 2, dims)}
+        for op, ref in refs.items():
+            p = ReducePlan.select(ReduceDescriptor(shape, axes, op, dtype, correction=1.0))
+            out = torch.full(ref.shape, 7.0, device="cuda", dtype=tdt)
+            p.run(ReduceArgs(x, out), workspace=_ws(torch, p))
+            got = out.double()
+            if ref.numel():
+                assert torch.equal(torch.isnan(got), torch.isnan(ref)), (op, shape)
+                m = torch.isfinite(ref)
+                err = float((got[m] - ref[m]).norm() / ref[m].norm().clamp_min(1e-30))
+                assert err <= tol, (op, shape, axes, err)
+        xz = x.clone()
+        xz.view(-1)[::3] = 0
+        if xz.numel() > 4:
+            xz.view(-1)[1] = float("nan")
+        for op, ref in (("all", xz.bool().all(dims) if xz.numel() else None),
+                        ("any", xz.bool().any(dims) if xz.numel() else None),
+                        ("count_nonzero", torch.count_nonzero(xz, dims))):
+            cls = CountReducePlan if op == "count_nonzero" else BoolReducePlan
+            p = cls.select(BoolReduceDescriptor(shape, axes, op, dtype))
+            if ref is None:
+                continue
+            out = torch.empty(ref.shape, device="cuda", dtype=ref.dtype)
+            p.run(ReduceArgs(xz, out), workspace=_ws(torch, p))
+            assert torch.equal(out, ref), (op, shape, axes)
+    m = torch.randn(3, 5, 6, generator=g, device="cuda").to(tdt)
+    for off in (-2, 0, 3, 9):
+        t = TracePlan.select(TraceDescriptor((3, 5, 6), off, dtype))
+        out = torch.empty(3, device="cuda", dtype=tdt)
+        t.run(ReduceArgs(m, out), workspace=_ws(torch, t))
+        ref = torch.diagonal(m.double(), off, -2, -1).sum(-1)
+        assert float((out.double() - ref).abs().max()) <= 10 * tol * (1 + float(ref.abs().max()))

@@ -29,6 +29,8 @@ from .sort_bw import (KthvalueBackwardArgs, KthvalueBackwardDescriptor, Kthvalue
                       TopkBackwardArgs, TopkBackwardDescriptor, TopkBackwardPlan)
 from .reductions import (ArgReducePlan, ReduceArgs, ReduceDescriptor, ReducePlan,
                          ReduceToDescriptor, ReduceToPlan)
+from .reduction_composites import (BoolReduceDescriptor, BoolReducePlan, CountReducePlan,
+                                   StatReducePlan, TraceDescriptor, TracePlan)
 from .reductions_bw import (ReduceBackwardArgs, ReduceBackwardDescriptor,
                             ReduceBackwardPlan)
 from .unique import UniqueArgs, UniqueConsecutivePlan, UniqueDescriptor, UniquePlan
@@ -58,5 +60,6 @@ __all__ = [
     "TopkBackwardArgs", "TopkBackwardDescriptor", "TopkBackwardPlan",
     "UniqueArgs", "UniqueConsecutivePlan", "UniqueDescriptor", "UniquePlan",
     "ArgReducePlan", "ReduceArgs", "ReduceDescriptor", "ReducePlan", "ReduceToDescriptor",
-    "ReduceToPlan", "ReduceBackwardArgs", "ReduceBackwardDescriptor", "ReduceBackwardPlan",
+    "ReduceToPlan", "BoolReduceDescriptor", "BoolReducePlan", "CountReducePlan",
+    "StatReducePlan", "TraceDescriptor", "TracePlan", "ReduceBackwardArgs", "ReduceBackwardDescriptor", "ReduceBackwardPlan",
 ] + list(_channel_norm.__all__) + list(_ew_families.__all__)

@@ -1,4 +1,5 @@
-"""Reductions over any set of axes: ``ReducePlan`` (sum, prod, max, min, mean), ``ArgReducePlan``
+"""Reductions over any set of axes: ``ReducePlan`` (sum, prod, max, min, mean; norm2, logsumexp,
+var and std select the composite ``StatReducePlan``), ``ArgReducePlan``
 (argmax / argmin over one axis or all) and ``ReduceToPlan`` (sum down to a broadcast-compatible
 shape: the gradient of every broadcasting op).
 
@@ -33,6 +34,7 @@ from ..templates import axis_reduce as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 
 REDUCE_OPS = ("sum", "prod", "max", "min", "mean")
+STAT_OPS = ("norm2", "logsumexp", "var", "std")  # composites: plans/reduction_composites.py
 _SHORT = {d: as_dtype(d) for d in ("bool",) + spec.INTS + spec.FLOATS}
 _ALIGN = 256
 _FILL_THREADS = 132 * 2048  # threads that keep an H100 busy (132 SMs × 2048)
@@ -153,23 +155,24 @@ class _Geometry:
 class ReduceDescriptor:
     """``op`` over ``axes`` (None = all; ints may be negative) of an input of ``shape`` (rank ≤ 8)
     and ``dtype``; the output has the kept dims (keepdims is a reshape of the caller's).
-    ``keep_dtype``: sum/prod of integers in the input dtype instead of int64/uint64."""
+    ``keep_dtype``: sum/prod of integers in the input dtype instead of int64/uint64;
+    ``correction``: the N − c divisor of var / std."""
 
     shape: Tuple[int, ...]
     axes: Optional[Tuple[int, ...]] = None
     op: str = "sum"
     dtype: DType = _SHORT["f32"]
     keep_dtype: bool = False
+    correction: float = 0.0
 
     def __post_init__(self):
         object.__setattr__(self, "shape", check_shape(self.shape, "Reduce"))
-        if self.op not in REDUCE_OPS + spec.ARG_OPS:
+        if self.op not in REDUCE_OPS + STAT_OPS + spec.ARG_OPS:
             raise InvalidProblemError(f"Reduce: unknown op {self.op!r}; wired: "
-                                      f"{', '.join(REDUCE_OPS + spec.ARG_OPS)} (var, std, "
-                                      f"logsumexp, norms: array_api composites)")
+                                      f"{', '.join(REDUCE_OPS + STAT_OPS + spec.ARG_OPS)}")
         dt = as_dtype(self.dtype)
         kop = "sum" if self.op == "mean" else self.op
-        allowed = spec.FLOATS if self.op == "mean" else spec.dtypes_of(kop)
+        allowed = (spec.FLOATS if self.op in ("mean",) + STAT_OPS else spec.dtypes_of(kop))
         if dt.short not in allowed:
             raise UnsupportedError(f"Reduce {self.op} of {dt.name}: wired dtypes "
                                    f"{', '.join(allowed)}")
@@ -205,6 +208,10 @@ class ReducePlan(Plan):
         if not isinstance(desc, ReduceDescriptor):
             raise InvalidProblemError(f"{cls.__name__} needs a ReduceDescriptor, got "
                                       f"{type(desc).__name__}")
+        if desc.op in STAT_OPS and cls is ReducePlan:
+            from .reduction_composites import StatReducePlan
+
+            return StatReducePlan.select(desc, pref)
         arg = desc.op in spec.ARG_OPS
         if arg != (cls is ArgReducePlan):
             raise InvalidProblemError(f"{cls.__name__}: op {desc.op!r} belongs to "
