@@ -23,12 +23,12 @@ from typing import Tuple
 
 from ..dtypes import (ALL_DTYPES, DType, bool_ as bool_dt, dtype as as_dtype, float32, float64,
                       int64)
-from ..errors import InvalidProblemError, UnsupportedError
+from ..errors import InvalidProblemError
 from ..plan import Plan, check_dtype, plan_arch, prod, resolve_pref, view_arg
 from ..tensor import TensorView, check_shape, contiguous_strides
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 from .elementwise import ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan
-from .reductions import ReduceArgs, ReduceDescriptor, ReducePlan, norm_axes
+from .reductions import ReduceArgs, ReduceDescriptor, ReducePlan, norm_axes, reduce_views
 
 STAT_OPS = ("norm2", "logsumexp", "var", "std")
 _ALIGN = 256
@@ -72,6 +72,25 @@ class _Composite(Plan):
     def _sub_ws(self, ws: Workspace) -> Workspace:
         return Workspace(ws.ptr + self._off, ws.nbytes - self._off, None)
 
+    def is_empty(self) -> bool:
+        return prod(self.desc.out_shape) == 0
+
+    def _views(self, args):
+        return reduce_views(self.desc, args.x, args.out, "out", self.desc.out_dtype)
+
+    def can_implement(self, args) -> None:
+        self._views(args)
+
+    def _begin(self, args, stream, workspace):
+        """(x, out, workspace, raw stream) after every check, or None for an empty problem."""
+        from ..runtime.stream import stream_handle
+
+        x, o = self._views(args)
+        ws = self.check_workspace(workspace)
+        if self.is_empty():
+            return None
+        return x, o, ws, stream_handle(stream)
+
 
 class StatReducePlan(_Composite):
     """norm2 / logsumexp / var / std over axes (see the module doc); returned by
@@ -103,28 +122,11 @@ class StatReducePlan(_Composite):
                               template="composite")
         return plan
 
-    def is_empty(self) -> bool:
-        return prod(self.desc.out_shape) == 0
-
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def _views(self, args):
-        d = self.desc
-        x = view_arg(args.x, "x", shape=d.shape, dtype=d.dtype)
-        o = view_arg(args.out, "out", shape=d.out_shape, dtype=d.dtype, device=x.device)
-        if o.numel > 1 and tuple(o.strides) != contiguous_strides(o.shape):
-            raise UnsupportedError("Reduce: the output must be dense row-major")
-        return x, o
-
     def run(self, args, stream=None, workspace=None) -> None:
-        from ..runtime.stream import stream_handle
-
-        x, o = self._views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
+        b = self._begin(args, stream, workspace)
+        if b is None:
             return
-        st = stream_handle(stream)
+        x, o, ws, st = b
         d, ct, dev = self.desc, self._ct, x.device
         sub = self._sub_ws(ws)
         shape, axes = d.shape, d.axes
@@ -219,28 +221,11 @@ class BoolReducePlan(_Composite):
                               BackendKind.CUTE_DSL, pg, template="composite")
         return plan
 
-    def is_empty(self) -> bool:
-        return prod(self.desc.out_shape) == 0
-
-    def _views(self, args):
-        d = self.desc
-        x = view_arg(args.x, "x", shape=d.shape, dtype=d.dtype)
-        o = view_arg(args.out, "out", shape=d.out_shape, dtype=d.out_dtype, device=x.device)
-        if o.numel > 1 and tuple(o.strides) != contiguous_strides(o.shape):
-            raise UnsupportedError(f"{type(self).__name__}: the output must be dense row-major")
-        return x, o
-
-    def can_implement(self, args) -> None:
-        self._views(args)
-
     def run(self, args, stream=None, workspace=None) -> None:
-        from ..runtime.stream import stream_handle
-
-        x, o = self._views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
+        b = self._begin(args, stream, workspace)
+        if b is None:
             return
-        st = stream_handle(stream)
+        x, o, ws, st = b
         d = self.desc
         if self._red is None:  # empty reduction: the identity
             v = {"all": True, "any": False, "count_nonzero": 0}[d.op]

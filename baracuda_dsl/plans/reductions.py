@@ -70,6 +70,16 @@ def out_dtype_of(op: str, dt: DType, keep_dtype: bool = False) -> DType:
     return dt
 
 
+def reduce_views(desc, x_obj, o_obj, name: str, out_dtype: DType):
+    """(x, out) views of a reduction's Args: x of ``desc.shape`` / ``desc.dtype`` (any strides),
+    the output of ``desc.out_shape`` / ``out_dtype``, dense row-major."""
+    x = view_arg(x_obj, "x", shape=desc.shape, dtype=desc.dtype)
+    o = view_arg(o_obj, name, shape=desc.out_shape, dtype=out_dtype, device=x.device)
+    if o.numel > 1 and tuple(o.strides) != contiguous_strides(o.shape):
+        raise UnsupportedError(f"{name}: a reduction output must be dense row-major")
+    return x, o
+
+
 class _Pass:
     """One launch of axis_reduce: knobs + the 10 int64 problem scalars + grid."""
 
@@ -258,15 +268,9 @@ class ReducePlan(Plan):
         return _Geometry(d.op, d.dtype, d.out_dtype, ks, kst, rs, rst, ptr_mod)
 
     def _views(self, args):
-        d = self.desc
-        x = view_arg(args.x, "x", shape=d.shape, dtype=d.dtype)
         if self.__class__ is ArgReducePlan:
-            o = view_arg(args.indices, "indices", shape=d.out_shape, dtype=int64, device=x.device)
-        else:
-            o = view_arg(args.out, "out", shape=d.out_shape, dtype=d.out_dtype, device=x.device)
-        if o.numel > 1 and tuple(o.strides) != contiguous_strides(o.shape):
-            raise UnsupportedError("Reduce: the output must be dense row-major")
-        return x, o
+            return reduce_views(self.desc, args.x, args.indices, "indices", int64)
+        return reduce_views(self.desc, args.x, args.out, "out", self.desc.out_dtype)
 
     def can_implement(self, args) -> None:
         self._views(args)

@@ -19,18 +19,13 @@ from typing import Optional, Tuple
 
 from ..dtypes import DType, FP4, bool_ as bool_dt, dtype as as_dtype, int64
 from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import Plan, check_dtype, plan_arch, prod, resolve_pref, view_arg
-from ..tensor import TensorView, check_shape, contiguous_strides
-from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
-from .elementwise import ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan
+from ..plan import check_dtype, plan_arch, prod, resolve_pref, view_arg
+from ..tensor import check_shape, contiguous_strides
+from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from .reduction_composites import _Composite
 from .reductions import ReduceArgs, ReduceDescriptor, ReducePlan, norm_axes
 
 BW_OPS = ("sum", "mean", "max", "min", "logsumexp", "norm2", "var", "std")
-_ALIGN = 256
-
-
-def _al(n: int) -> int:
-    return -(-n // _ALIGN) * _ALIGN
 
 
 @dataclass(frozen=True)
@@ -73,7 +68,7 @@ class ReduceBackwardArgs:
     y: object = None
 
 
-class ReduceBackwardPlan(Plan):
+class ReduceBackwardPlan(_Composite):
     """dx of a reduction (see the module doc)."""
 
     @classmethod
@@ -89,30 +84,26 @@ class ReduceBackwardPlan(Plan):
         plan._nk = prod(desc.out_shape)
         plan._N = prod(desc.shape[a] for a in desc.axes)
         dt, op = desc.dtype, desc.op
-        lay, off = {}, 0
+        plan._lay, plan._off = {}, 0
         sub = None
+        slots = ()
         if op in ("max", "min"):
             sub = ReducePlan.select(ReduceDescriptor(desc.shape, desc.axes, "sum", bool_dt), pref)
-            for name, nbytes in (("mask", plan._n), ("cnt", plan._nk * 8),
-                                 ("cntf", plan._nk * dt.itemsize), ("g", plan._nk * dt.itemsize)):
-                lay[name], off = off, off + _al(nbytes)
+            slots = (("mask", plan._n), ("cnt", plan._nk * 8), ("cntf", plan._nk * dt.itemsize),
+                     ("g", plan._nk * dt.itemsize))
         elif op in ("var", "std"):
             sub = ReducePlan.select(ReduceDescriptor(desc.shape, desc.axes, "mean", dt), pref)
-            for name in ("mean", "g"):
-                lay[name], off = off, off + _al(plan._nk * dt.itemsize)
+            slots = (("mean", plan._nk * dt.itemsize), ("g", plan._nk * dt.itemsize))
         elif op == "norm2":
-            for name, nbytes in (("g", plan._nk * dt.itemsize), ("m0", plan._nk)):
-                lay[name], off = off, off + _al(nbytes)
-        plan._sub, plan._lay = sub, lay
-        plan._ws = off + (0 if sub is None else sub.workspace_size())
-        plan._sub_off = off
+            slots = (("g", plan._nk * dt.itemsize), ("m0", plan._nk))
+        for name, nbytes in slots:
+            plan._slot(name, nbytes)
+        plan._sub = sub
+        plan._ws = plan._off + (0 if sub is None else sub.workspace_size())
         pg = PrecisionGuarantee(math_precision=dt, accumulator=dt)
         plan._sku = KernelSku(OpCategory.REDUCTION, op + "_bw", dt, arch, BackendKind.CUTE_DSL,
                               pg, template="composite")
         return plan
-
-    def workspace_size(self) -> int:
-        return self._ws
 
     def is_empty(self) -> bool:
         return self._n == 0
@@ -134,29 +125,6 @@ class ReduceBackwardPlan(Plan):
     def can_implement(self, args) -> None:
         self._views(args)
 
-    # -- helpers ---------------------------------------------------------------------------
-    def _keep(self, v: TensorView) -> TensorView:
-        """A kept-shape view re-shaped to the keepdims shape (size-1 reduced dims)."""
-        ks = self.desc.keep_shape
-        kept_strides = iter(v.strides)
-        st = tuple(0 if d in self.desc.axes else next(kept_strides)
-                   for d in range(len(ks)))
-        return TensorView._trusted(v.ptr, ks, st, v.dtype, v.device, None)
-
-    def _ew(self, op: str, ins, out: TensorView, dt: DType, st: int, out_dtype=None) -> None:
-        shapes = tuple(None if not isinstance(i, TensorView) else tuple(i.shape) for i in ins)
-        key = (op, shapes, tuple(out.shape), dt, out_dtype)
-        memo = self.__dict__.setdefault("_ew_plans", {})
-        p = memo.get(key)
-        if p is None:
-            p = memo[key] = ElementwisePlan.select(ElementwiseDescriptor(
-                op, shapes, dt, out_dtype, (), tuple(out.shape)), self.pref)
-        p.run(ElementwiseArgs(list(ins), [out]), st)
-
-    def _tmp(self, ws: Workspace, name: str, shape, dt: DType) -> TensorView:
-        return TensorView._trusted(ws.ptr + self._lay[name], tuple(shape),
-                                   contiguous_strides(shape), dt, self._dev, None)
-
     def run(self, args, stream=None, workspace=None) -> None:
         from ..runtime.stream import stream_handle
 
@@ -165,46 +133,52 @@ class ReduceBackwardPlan(Plan):
         if self.is_empty():
             return
         st = stream_handle(stream)
-        d, dt = self.desc, self.desc.dtype
-        self._dev = dy.device
-        os_ = d.out_shape
+        d, dt, dev = self.desc, self.desc.dtype, dy.device
+        os_, sh, ax = d.out_shape, d.shape, d.axes
         N, c = self._N, float(d.correction)
-        sub_ws = Workspace(ws.ptr + self._sub_off, ws.nbytes - self._sub_off, None)
+        sub_ws = self._sub_ws(ws)
+
+        def keep(v):
+            return self._keep(v, sh, ax)
+
+        def tmp(name, shape, t):
+            return self._tmp(ws, name, shape, t, dev)
+
         if d.op == "sum":
-            self._ew("copy", [self._keep(dy)], dx, dt, st)
+            self._ew("copy", [keep(dy)], dx, dt, st)
         elif d.op == "mean":
-            self._ew("multiply", [self._keep(dy), 1.0 / N if N else float("nan")], dx, dt, st)
+            self._ew("multiply", [keep(dy), 1.0 / N if N else float("nan")], dx, dt, st)
         elif d.op in ("max", "min"):
-            mask = self._tmp(ws, "mask", d.shape, bool_dt)
-            self._ew("equal", [x, self._keep(y)], mask, dt, st)
-            cnt = self._tmp(ws, "cnt", os_, int64)
+            mask = tmp("mask", d.shape, bool_dt)
+            self._ew("equal", [x, keep(y)], mask, dt, st)
+            cnt = tmp("cnt", os_, int64)
             self._sub.run(ReduceArgs(mask, cnt), st, sub_ws)
-            cntf = self._tmp(ws, "cntf", os_, dt)
+            cntf = tmp("cntf", os_, dt)
             self._ew("cast", [cnt], cntf, int64, st, out_dtype=dt)
-            g = self._tmp(ws, "g", os_, dt)
+            g = tmp("g", os_, dt)
             self._ew("divide", [dy, cntf], g, dt, st)
-            self._ew("where", [mask, self._keep(g), 0.0], dx, dt, st)
+            self._ew("where", [mask, keep(g), 0.0], dx, dt, st)
         elif d.op == "logsumexp":
-            self._ew("subtract", [x, self._keep(y)], dx, dt, st)
+            self._ew("subtract", [x, keep(y)], dx, dt, st)
             self._ew("exp", [dx], dx, dt, st)
-            self._ew("multiply", [dx, self._keep(dy)], dx, dt, st)
+            self._ew("multiply", [dx, keep(dy)], dx, dt, st)
         elif d.op == "norm2":
-            g = self._tmp(ws, "g", os_, dt)
-            m0 = self._tmp(ws, "m0", os_, bool_dt)
+            g = tmp("g", os_, dt)
+            m0 = tmp("m0", os_, bool_dt)
             self._ew("divide", [dy, y], g, dt, st)
             self._ew("equal", [y, 0.0], m0, dt, st)
             self._ew("where", [m0, 0.0, g], g, dt, st)
-            self._ew("multiply", [x, self._keep(g)], dx, dt, st)
+            self._ew("multiply", [x, keep(g)], dx, dt, st)
         else:  # var, std
             dof = N - c
-            m = self._tmp(ws, "mean", os_, dt)
+            m = tmp("mean", os_, dt)
             self._sub.run(ReduceArgs(x, m), st, sub_ws)
-            self._ew("subtract", [x, self._keep(m)], dx, dt, st)
-            g = self._tmp(ws, "g", os_, dt)
+            self._ew("subtract", [x, keep(m)], dx, dt, st)
+            g = tmp("g", os_, dt)
             scale = (2.0 if d.op == "var" else 1.0) / dof if dof > 0 else float("nan")
             if d.op == "var":
                 self._ew("multiply", [dy, scale], g, dt, st)
             else:
                 self._ew("divide", [dy, y], g, dt, st)
                 self._ew("multiply", [g, scale], g, dt, st)
-            self._ew("multiply", [dx, self._keep(g)], dx, dt, st)
+            self._ew("multiply", [dx, keep(g)], dx, dt, st)
