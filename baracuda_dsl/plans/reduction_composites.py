@@ -134,29 +134,33 @@ class StatReducePlan(_Composite):
         k = self._tmp(ws, "k", d.out_shape, ct, dev)
         k2 = self._tmp(ws, "k2", d.out_shape, ct, dev)
         kb = self._keep(k, shape, axes)
-        self._ew("cast" if x.dtype is not ct else "copy", [x], t, x.dtype, st,
-                 out_dtype=ct if x.dtype is not ct else None)
+        if x.dtype is ct and tuple(x.strides) == contiguous_strides(x.shape):
+            src = x  # read x itself: no compute-type copy
+        else:
+            self._ew("cast" if x.dtype is not ct else "copy", [x], t, x.dtype, st,
+                     out_dtype=ct if x.dtype is not ct else None)
+            src = t
         if d.op == "norm2":
-            self._ew("multiply", [t, t], t, ct, st)
+            self._ew("multiply", [src, src], t, ct, st)
             self._red["sum"].run(ReduceArgs(t, k), st, sub)
             self._ew("sqrt", [k], k, ct, st)
         elif d.op == "logsumexp":
             if self._N == 0:
                 self._ew("copy", [float("-inf")], k, ct, st)
             else:
-                self._red["max"].run(ReduceArgs(t, k), st, sub)
+                self._red["max"].run(ReduceArgs(src, k), st, sub)
                 fin = self._tmp(ws, "k2", d.out_shape, bool_dt, dev)  # k2 reused as a mask
                 self._ew("isfinite", [k], fin, ct, st)
                 self._ew("where", [fin, k, 0.0], k, ct, st)
-                self._ew("subtract", [t, kb], t, ct, st)
+                self._ew("subtract", [src, kb], t, ct, st)
                 self._ew("exp", [t], t, ct, st)
                 self._red["sum"].run(ReduceArgs(t, k2), st, sub)
                 self._ew("log", [k2], k2, ct, st)
                 self._ew("add", [k2, k], k, ct, st)
         else:  # var, std
             dof = self._N - float(d.correction)
-            self._red["mean"].run(ReduceArgs(t, k), st, sub)
-            self._ew("subtract", [t, kb], t, ct, st)
+            self._red["mean"].run(ReduceArgs(src, k), st, sub)
+            self._ew("subtract", [src, kb], t, ct, st)
             self._ew("multiply", [t, t], t, ct, st)
             self._red["sum"].run(ReduceArgs(t, k), st, sub)
             self._ew("multiply", [k, 1.0 / dof if dof > 0 else float("nan")], k, ct, st)
