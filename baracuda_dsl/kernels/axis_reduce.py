@@ -13,8 +13,9 @@ before the store (1/N for a mean; 1 otherwise).
 loads coalesce along a unit kept stride), 32 (lanes stride the reduced range, butterfly shuffles)
 or 256 (eight warps, then their partials in shared memory combined by thread 0 in warp order).
 Each thread accumulates its elements in increasing r; the combine tree is fixed: results are
-bit-identical run to run.  ``vec`` > 1 SKUs (unit reduced stride, 16-byte aligned rows and
-segments, checked by the plan) load 16-byte vectors: lane l takes vectors l, l + tpo, ….
+bit-identical run to run.  ``vec`` > 1 SKUs load 16-byte vectors: with tpo 32/256 along a unit
+reduced stride (lane l takes vectors l, l + tpo, …), with tpo 1 across ``vec`` adjacent outputs
+of a unit kept stride (column reductions); the plan checks strides and alignment.
 """
 
 from __future__ import annotations
@@ -167,69 +168,105 @@ def build(knobs: dict):
         if cutlass.const_expr(ARG):
             cute.make_tensor(poi + item, cute.make_layout(1))[0] = idx
 
+    @cute.jit
+    def column_group(px: cute.Pointer, pout: cute.Pointer, n_out: Int64, R: Int64, k1: Int64,
+                     ks0: Int64, r1: Int64, rs0: Int64, rs1: Int64, seg: Int64, nseg: Int64,
+                     scale: Float64, bidx, tidx):
+        """tpo = 1 with vectors: a thread reduces ``vec`` adjacent outputs (unit kept stride)
+        with one 16-byte load per reduced element, in increasing r like the scalar path."""
+        groups = n_out // Int64(vec)
+        item = Int64(bidx) * Int64(THREADS) + Int64(tidx)
+        if item < groups * nseg:
+            s = item // groups
+            o0 = (item - s * groups) * Int64(vec)
+            q = o0 // k1
+            base = q * ks0 + (o0 - q * k1)
+            lo = s * seg
+            hi = lo + seg
+            hi = sel(hi < R, hi, R)
+            accs = cute.make_rmem_tensor(cute.make_layout(vec), A)
+            for e in cutlass.range_constexpr(vec):
+                accs[e] = A(ident)
+            frag = cute.make_rmem_tensor(cute.make_layout(vec), T)
+            for k in cutlass.range(Int32(0), Int32(hi - lo), unroll=4):
+                off = base + offset(lo + Int64(k), r1, rs0, rs1)
+                g = cute.make_tensor(px + cute.assume(off, divby=vec), cute.make_layout(vec))
+                cute.autovec_copy(g, frag)
+                for e in cutlass.range_constexpr(vec):
+                    accs[e] = comb(accs[e], A(frag[e]))
+            dst = s * n_out + o0
+            for e in cutlass.range_constexpr(vec):
+                v = accs[e]
+                if cutlass.const_expr(op == "sum" and cdt in ("f32", "f64")):
+                    v = v * A(scale)
+                cute.make_tensor(pout + (dst + Int64(e)), cute.make_layout(1))[0] = O(v)
+
     @cute.kernel
     def kernel(px: cute.Pointer, pxi: cute.Pointer, pout: cute.Pointer, poi: cute.Pointer,
                n_out: Int64, R: Int64, k1: Int64, ks0: Int64, ks1: Int64, r1: Int64, rs0: Int64,
                rs1: Int64, seg: Int64, nseg: Int64, scale: Float64):
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
-        items = n_out * nseg
-        if cutlass.const_expr(tpo == 1):
-            item = Int64(bidx) * Int64(THREADS) + Int64(tidx)
-            lane = Int64(0)
-        elif cutlass.const_expr(tpo == 32):
-            item = Int64(bidx) * Int64(WARPS) + Int64(tidx // 32)
-            lane = Int64(tidx % 32)
+        if cutlass.const_expr(tpo == 1 and vec > 1):
+            column_group(px, pout, n_out, R, k1, ks0, r1, rs0, rs1, seg, nseg, scale, bidx, tidx)
         else:
-            item = Int64(bidx)
-            lane = Int64(tidx)
-        live = item < items
-        it = sel(live, item, Int64(0))
-        s = it // n_out
-        o = it - s * n_out
-        q = o // k1
-        base = q * ks0 + (o - q * k1) * ks1
-        lo = s * seg + lane
-        hi = s * seg + seg
-        hi = sel(hi < R, hi, R)
-        hi = sel(live, hi, lo)
-        if cutlass.const_expr(vec > 1):
-            s0 = s * seg
-            hv = s0 + seg
-            hv = sel(hv < R, hv, R)
-            hv = sel(live, hv, s0)
-            acc, idx = walk_vec(px, base, s0, hv, lane)
-        else:
-            acc, idx = walk(px, pxi, base, lo, hi, Int64(tpo), r1, rs0, rs1)
-        if cutlass.const_expr(tpo == 1):
-            if live:
-                store(pout, poi, item, acc, idx, scale)
-        else:
-            acc, idx = warp_combine(acc, idx)
-            if cutlass.const_expr(tpo == 32):
-                if live and lane == Int64(0):
+            items = n_out * nseg
+            if cutlass.const_expr(tpo == 1):
+                item = Int64(bidx) * Int64(THREADS) + Int64(tidx)
+                lane = Int64(0)
+            elif cutlass.const_expr(tpo == 32):
+                item = Int64(bidx) * Int64(WARPS) + Int64(tidx // 32)
+                lane = Int64(tidx % 32)
+            else:
+                item = Int64(bidx)
+                lane = Int64(tidx)
+            live = item < items
+            it = sel(live, item, Int64(0))
+            s = it // n_out
+            o = it - s * n_out
+            q = o // k1
+            base = q * ks0 + (o - q * k1) * ks1
+            lo = s * seg + lane
+            hi = s * seg + seg
+            hi = sel(hi < R, hi, R)
+            hi = sel(live, hi, lo)
+            if cutlass.const_expr(vec > 1):
+                s0 = s * seg
+                hv = s0 + seg
+                hv = sel(hv < R, hv, R)
+                hv = sel(live, hv, s0)
+                acc, idx = walk_vec(px, base, s0, hv, lane)
+            else:
+                acc, idx = walk(px, pxi, base, lo, hi, Int64(tpo), r1, rs0, rs1)
+            if cutlass.const_expr(tpo == 1):
+                if live:
                     store(pout, poi, item, acc, idx, scale)
             else:
-                smem = cutlass.memory.SmemAllocator()
-                sv = smem.allocate_tensor(A, cute.make_layout(WARPS), byte_alignment=16)
-                si = smem.allocate_tensor(Int64, cute.make_layout(WARPS), byte_alignment=16)
-                w = tidx // 32
-                if tidx % 32 == 0:
-                    sv[w] = acc
-                    si[w] = idx
-                cute.arch.barrier()
-                if tidx == 0:
-                    tot = sv[0]
-                    ti = si[0]
-                    for k in cutlass.range_constexpr(1, WARPS):
-                        if cutlass.const_expr(ARG):
-                            take = better(sv[k], si[k], tot, ti)
-                            tot = sel(take, sv[k], tot)
-                            ti = sel(take, si[k], ti)
-                        else:
-                            tot = comb(tot, sv[k])
-                    if live:
-                        store(pout, poi, item, tot, ti, scale)
+                acc, idx = warp_combine(acc, idx)
+                if cutlass.const_expr(tpo == 32):
+                    if live and lane == Int64(0):
+                        store(pout, poi, item, acc, idx, scale)
+                else:
+                    smem = cutlass.memory.SmemAllocator()
+                    sv = smem.allocate_tensor(A, cute.make_layout(WARPS), byte_alignment=16)
+                    si = smem.allocate_tensor(Int64, cute.make_layout(WARPS), byte_alignment=16)
+                    w = tidx // 32
+                    if tidx % 32 == 0:
+                        sv[w] = acc
+                        si[w] = idx
+                    cute.arch.barrier()
+                    if tidx == 0:
+                        tot = sv[0]
+                        ti = si[0]
+                        for k in cutlass.range_constexpr(1, WARPS):
+                            if cutlass.const_expr(ARG):
+                                take = better(sv[k], si[k], tot, ti)
+                                tot = sel(take, sv[k], tot)
+                                ti = sel(take, si[k], ti)
+                            else:
+                                tot = comb(tot, sv[k])
+                        if live:
+                            store(pout, poi, item, tot, ti, scale)
 
     @cute.jit
     def launch(px: cute.Pointer, pxi: cute.Pointer, pout: cute.Pointer, poi: cute.Pointer,

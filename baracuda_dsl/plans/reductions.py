@@ -131,8 +131,13 @@ class _Geometry:
             nseg = min(-(-fill // threads), max_segments(n_out, R))
         # 16-byte vector loads: float input, unit reduced stride, aligned rows / pointer
         V = 16 // dt.itemsize if dt.short in spec.ITEMSIZE else 1
-        vec = (V > 1 and tpo > 1 and len(rshape) <= 1 and rs1 == 1 and ptr_mod % 16 == 0
-               and ks0 % V == 0 and ks1 % V == 0)
+        if tpo > 1:  # vectors along the unit-stride reduced run
+            vec = (V > 1 and len(rshape) <= 1 and rs1 == 1 and ptr_mod % 16 == 0
+                   and ks0 % V == 0 and ks1 % V == 0)
+        else:  # vectors across V adjacent outputs of the unit-stride kept dim
+            vec = (V > 1 and not arg and bool(kshape) and ks1 == 1 and k1 % V == 0
+                   and ks0 % V == 0 and rs0 % V == 0 and rs1 % V == 0 and ptr_mod % 16 == 0)
+        per_item = V if (vec and tpo == 1) else 1  # outputs one tpo-1 thread covers
         seg = -(-R // nseg) if nseg else R
         if vec and nseg > 1:
             seg = -(-seg // V) * V
@@ -142,14 +147,14 @@ class _Geometry:
             k = dict(op=kop, dtype=dt.short, out=(dt if arg else od).short, tpo=tpo, stage2=0,
                      vec=V if vec else 1)
             self.p1 = _Pass(k, (n_out, R, k1, ks0, ks1, r1, rs0, rs1, max(R, 1), 1),
-                            _grid(n_out, tpo))
+                            _grid(n_out // per_item, tpo))
             self.p2 = None
         else:
             part = dt if arg else acc
             k = dict(op=kop, dtype=dt.short, out=part.short, tpo=tpo, stage2=0,
                      vec=V if vec else 1)
             self.p1 = _Pass(k, (n_out, R, k1, ks0, ks1, r1, rs0, rs1, seg, nseg),
-                            _grid(n_out * nseg, tpo))
+                            _grid(n_out // per_item * nseg, tpo))
             tpo2 = 1 if n_out >= 1024 else (32 if nseg <= 8192 else 256)
             k2 = dict(op=kop, dtype=part.short, out=(part if arg else od).short, tpo=tpo2,
                       stage2=1 if arg else 0, vec=1)

@@ -16,7 +16,8 @@ Knobs:
 ``tpo``     threads per output: 1 (one thread walks its outputs' reduced range: coalesced when
             the kept stride is 1), 32 (a warp per output), 256 (a CTA per output)
 ``stage2``  arg ops only: 1 when the input is (value, index) partials of a split pass
-``vec``     1, or 16 / itemsize for float inputs with a unit reduced stride (16-byte loads)
+``vec``     1, or 16 / itemsize for float inputs: 16-byte loads along a unit reduced stride
+            (tpo 32/256) or across adjacent outputs of a unit kept stride (tpo 1)
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def _space():
                 for tpo in TPOS:
                     for st in ((0, 1) if op in ARG_OPS else (0,)):
                         yield dict(op=op, dtype=dt, out=out, tpo=tpo, stage2=st, vec=1)
-                    if tpo > 1 and dt in FLOATS:
+                    if dt in FLOATS and (tpo > 1 or op in VALUE_OPS):
                         yield dict(op=op, dtype=dt, out=out, tpo=tpo, stage2=0,
                                    vec=16 // ITEMSIZE[dt])
         # pass 2 of a split reduction: accumulator partials in, the input dtype out
