@@ -195,3 +195,11 @@ def prod(xs: Iterable[int]) -> int:
     for x in xs:
         p *= int(x)
     return p
+
+
+WORKSPACE_ALIGN = 256
+
+
+def align_up(nbytes: int, align: int = WORKSPACE_ALIGN) -> int:
+    """``nbytes`` rounded up to a multiple of ``align`` (workspace slots start 256-byte aligned)."""
+    return -(-int(nbytes) // align) * align

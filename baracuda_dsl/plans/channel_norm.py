@@ -28,14 +28,13 @@ from ..dtypes import FP4, DType, float32, float64
 from ..dtypes import dtype as as_dtype
 from ..errors import DeviceMismatchError, InvalidProblemError, UnsupportedError
 from ..jit import freeze_knobs
-from ..plan import (Plan, check_dtype, check_finite, check_writable_no_overlap, plan_arch, prod,
-                    resolve_pref, view_arg)
+from ..plan import (Plan, align_up, check_dtype, check_finite, check_writable_no_overlap,
+                    plan_arch, prod, resolve_pref, view_arg)
 from ..tensor import TensorView, check_shape
 from ..templates import channel_norm as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 
 _I32_MAX = 2**31 - 1
-_WS_ALIGN = 256
 #: chunking of a reduction unit (descriptor-only): about TARGET_CTAS partial CTAs in all, each
 #: chunk at least MIN_CHUNK elements, a multiple of 64 elements (any vector width divides it)
 TARGET_CTAS = 1024
@@ -46,10 +45,6 @@ MAX_K = 65535
 def stats_dtype(dt: DType) -> DType:
     """Dtype of saved mean / rstd and of the workspace partials: f64 for f64, f32 otherwise."""
     return float64 if dt == float64 else float32
-
-
-def _round(n: int, a: int = _WS_ALIGN) -> int:
-    return (n + a - 1) // a * a
 
 
 def chunking(unit_elems: int, units: int) -> Tuple[int, int]:
@@ -123,7 +118,7 @@ class _Layout:
         o = 0
         for name, nbytes in regions:
             self.off[name] = o
-            o += _round(nbytes)
+            o += align_up(nbytes)
         self.total = o
 
 

@@ -28,7 +28,8 @@ from typing import Tuple
 
 from ..dtypes import ALL_DTYPES, DType, int32, int64
 from ..errors import InvalidProblemError
-from ..plan import (Plan, check_dtype, check_writable_no_overlap, plan_arch, prod, resolve_pref,
+from ..plan import (Plan, align_up, check_dtype, check_writable_no_overlap, plan_arch, prod,
+                    resolve_pref,
                     view_arg)
 from ..tensor import TensorView, check_shape, contiguous_strides
 from ..templates import scan as spec
@@ -36,7 +37,6 @@ from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee,
 from .scan import ScanArgs, ScanDescriptor, ScanPlan
 
 MASK_DTYPES = tuple(d for d in ALL_DTYPES if d.itemsize in spec.COMPACT_ISZ)
-_ALIGN = 256
 MODES = ("flat", "coords")
 
 
@@ -51,9 +51,6 @@ def zero_mask(dt: DType) -> int:
         m = 0x7FFFFFFF7FFFFFFF
     return m - (1 << 64) if m >= 1 << 63 else m
 
-
-def _al(n: int) -> int:
-    return -(-n // _ALIGN) * _ALIGN
 
 
 @dataclass(frozen=True)
@@ -108,9 +105,9 @@ class CompactPlan(Plan):
                                      pref)
         isz = desc.dtype.itemsize
         plan._o_mask = 0
-        plan._o_counts = _al(n * isz)
-        plan._o_offs = plan._o_counts + _al((nt + 1) * 4)
-        plan._o_scan = plan._o_offs + _al((nt + 1) * 8)
+        plan._o_counts = align_up(n * isz)
+        plan._o_offs = plan._o_counts + align_up((nt + 1) * 4)
+        plan._o_scan = plan._o_offs + align_up((nt + 1) * 8)
         plan._ws = plan._o_scan + plan._scan.workspace_size()
         return plan
 

@@ -239,9 +239,9 @@ class ElementwiseBackwardPlan(Plan):
 
 
 def _zero(v: TensorView, stream: int) -> None:
-    from cuda.bindings import driver
+    from ..runtime.memory import memset_d8
 
-    driver.cuMemsetD8Async(v.ptr, 0, v.numel * v.itemsize, stream)
+    memset_d8(v.ptr, 0, v.numel * v.itemsize, stream)
 
 
 @functools.lru_cache(maxsize=512)

@@ -156,9 +156,8 @@ class _CountPlan(Plan):
         self._views(args)
 
     def run(self, args, stream=None, workspace=None) -> None:
-        from cuda.bindings import driver
-
         from ..runtime.device import sm_count
+        from ..runtime.memory import memset_d8
         from ..runtime.stream import stream_handle
 
         x, w, e, out = self._views(args)
@@ -167,11 +166,7 @@ class _CountPlan(Plan):
             return
         d = self.desc
         s = stream_handle(stream)
-        (err,) = driver.cuMemsetD8Async(out.ptr, 0, d.bins * out.itemsize, s)
-        if err:
-            from ..errors import DriverError
-
-            raise DriverError("cuMemsetD8Async", err)
+        memset_d8(out.ptr, 0, d.bins * out.itemsize, s)
         if d.n == 0:
             return
         lo, hi = float(getattr(d, "lo", 0.0)), float(getattr(d, "hi", 1.0))

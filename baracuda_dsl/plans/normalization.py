@@ -23,8 +23,8 @@ from typing import Optional, Tuple
 from ..dtypes import FP4, DType, float32, float64
 from ..errors import InvalidProblemError, UnsupportedError
 from ..jit import freeze_knobs
-from ..plan import (Plan, check_dtype, check_finite, check_writable_no_overlap, collapse_dims,
-                    plan_arch, prod, resolve_pref, view_arg)
+from ..plan import (Plan, align_up, check_dtype, check_finite, check_writable_no_overlap,
+                    collapse_dims, plan_arch, prod, resolve_pref, view_arg)
 from ..runtime.device import current_device_ordinal
 from ..tensor import TensorView, check_shape
 from ..templates import row_norm as spec
@@ -385,7 +385,6 @@ class LayerNormBackwardArgs:
     dbias: object = None
 
 
-_WS_ALIGN = 256
 
 
 class _RowNormBackwardPlan(Plan):
@@ -422,7 +421,7 @@ class _RowNormBackwardPlan(Plan):
     def _partial_bytes(self, knobs) -> int:
         slots = self._ctas(knobs) // knobs["cluster"] * knobs["rows"]
         nb = slots * self._n * stats_dtype(self.desc.dtype).itemsize
-        return (nb + _WS_ALIGN - 1) // _WS_ALIGN * _WS_ALIGN
+        return align_up(nb)
 
     def workspace_size(self) -> int:
         """dweight (and for LayerNorm dbias) partial rows: P × N in the compute type each, with

@@ -24,18 +24,14 @@ from typing import Tuple
 from ..dtypes import (ALL_DTYPES, DType, bool_ as bool_dt, dtype as as_dtype, float32, float64,
                       int64)
 from ..errors import InvalidProblemError
-from ..plan import Plan, check_dtype, plan_arch, prod, resolve_pref, view_arg
+from ..plan import Plan, align_up, check_dtype, plan_arch, prod, resolve_pref, view_arg
 from ..tensor import TensorView, check_shape, contiguous_strides
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 from .elementwise import ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan
 from .reductions import ReduceArgs, ReduceDescriptor, ReducePlan, norm_axes, reduce_views
 
 STAT_OPS = ("norm2", "logsumexp", "var", "std")
-_ALIGN = 256
 
-
-def _al(n: int) -> int:
-    return -(-n // _ALIGN) * _ALIGN
 
 
 class _Composite(Plan):
@@ -44,7 +40,7 @@ class _Composite(Plan):
     def _slot(self, name: str, nbytes: int) -> None:
         lay = self.__dict__.setdefault("_lay", {})
         lay[name] = self.__dict__.get("_off", 0)
-        self._off = lay[name] + _al(nbytes)
+        self._off = lay[name] + align_up(nbytes)
 
     def _tmp(self, ws: Workspace, name: str, shape, dt: DType, dev: int) -> TensorView:
         return TensorView._trusted(ws.ptr + self._lay[name], tuple(shape),

@@ -28,7 +28,7 @@ from typing import Optional, Tuple
 
 from ..dtypes import DType, dtype as as_dtype, int64
 from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import Plan, collapse_dims, plan_arch, prod, resolve_pref, view_arg
+from ..plan import Plan, align_up, collapse_dims, plan_arch, prod, resolve_pref, view_arg
 from ..tensor import TensorView, check_shape, contiguous_strides
 from ..templates import axis_reduce as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
@@ -36,12 +36,8 @@ from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee,
 REDUCE_OPS = ("sum", "prod", "max", "min", "mean")
 STAT_OPS = ("norm2", "logsumexp", "var", "std")  # composites: plans/reduction_composites.py
 _SHORT = {d: as_dtype(d) for d in ("bool",) + spec.INTS + spec.FLOATS}
-_ALIGN = 256
 _FILL_THREADS = 132 * 2048  # threads that keep an H100 busy (132 SMs × 2048)
 
-
-def _al(n: int) -> int:
-    return -(-n // _ALIGN) * _ALIGN
 
 
 def norm_axes(axes, rank: int, what: str) -> Tuple[int, ...]:
@@ -162,8 +158,8 @@ class _Geometry:
                             _grid(n_out, tpo2))
         # partial scratch sized for the most segments any layout of this problem may use
         ms = max_segments(n_out, R)
-        self.part_bytes = 0 if ms == 1 else _al(n_out * ms * (dt if arg else acc).itemsize)
-        self.idx_bytes = 0 if ms == 1 or not arg else _al(n_out * ms * 8)
+        self.part_bytes = 0 if ms == 1 else align_up(n_out * ms * (dt if arg else acc).itemsize)
+        self.idx_bytes = 0 if ms == 1 or not arg else align_up(n_out * ms * 8)
 
 
 @dataclass(frozen=True)
@@ -217,6 +213,8 @@ class ReducePlan(Plan):
     """Sum / prod / max / min / mean over axes (see the module doc).  Workspace: partials of a
     split reduction and, for views whose dims do not collapse, a dense copy of the input."""
 
+    _arg = False  # ArgReducePlan: int64 indices out, values to workspace scratch
+
     @classmethod
     def select(cls, desc: ReduceDescriptor, pref=None) -> "ReducePlan":
         pref = resolve_pref(pref)
@@ -244,7 +242,7 @@ class ReducePlan(Plan):
         dense = plan._geometry(desc.shape, contiguous_strides(desc.shape))
         # a dense input whose kept or reduced dims do not collapse to two is copied (kept dims
         # first) into the workspace; other layouts are reduced in place
-        plan._copy_bytes = 0 if dense is not None else _al(prod(desc.shape) * desc.dtype.itemsize)
+        plan._copy_bytes = 0 if dense is not None else align_up(prod(desc.shape) * desc.dtype.itemsize)
         plan._dense = dense if dense is not None else plan._dense_perm(
             tuple(desc.shape[i] for i in range(len(desc.shape)) if i not in desc.axes) +
             tuple(desc.shape[i] for i in desc.axes))
@@ -273,7 +271,7 @@ class ReducePlan(Plan):
         return _Geometry(d.op, d.dtype, d.out_dtype, ks, kst, rs, rst, ptr_mod)
 
     def _views(self, args):
-        if self.__class__ is ArgReducePlan:
+        if self._arg:
             return reduce_views(self.desc, args.x, args.indices, "indices", int64)
         return reduce_views(self.desc, args.x, args.out, "out", self.desc.out_dtype)
 
@@ -295,14 +293,18 @@ class ReducePlan(Plan):
         x, g, off = self._prepare(x, ws, st)
         part = ws.ptr + off
         pidx = part + g.part_bytes
+        if self._arg:  # the values go to scratch, the indices to the output
+            vals, idx = pidx + g.idx_bytes, o.ptr
+        else:
+            vals = idx = o.ptr
         lk = self._kernel_for(g.p1.knobs, x.device)
         scale = 1.0 / self._R if d.op == "mean" else 1.0
         if g.p2 is None:
-            lk.launch((g.p1.grid, 1, 1), [x.ptr, x.ptr, o.ptr, o.ptr, *g.p1.dims, scale], st)
+            lk.launch((g.p1.grid, 1, 1), [x.ptr, x.ptr, vals, idx, *g.p1.dims, scale], st)
         else:
             lk.launch((g.p1.grid, 1, 1), [x.ptr, x.ptr, part, pidx, *g.p1.dims, 1.0], st)
             lk2 = self._kernel_for(g.p2.knobs, x.device)
-            lk2.launch((g.p2.grid, 1, 1), [part, pidx, o.ptr, o.ptr, *g.p2.dims, scale], st)
+            lk2.launch((g.p2.grid, 1, 1), [part, pidx, vals, idx, *g.p2.dims, scale], st)
 
     def _prepare(self, x: TensorView, ws: Workspace, st: int):
         """(input view, geometry, workspace offset past the copy) for this call: the view as it
@@ -351,6 +353,8 @@ class ArgReducePlan(ReducePlan):
     """argmax / argmin over ``axes`` (one axis, or all for a flat index) → int64 ``indices``;
     first occurrence among equal extremes; NaN counts as the extreme."""
 
+    _arg = True
+
     @classmethod
     def select(cls, desc: ReduceDescriptor, pref=None) -> "ArgReducePlan":
         plan = super().select(desc, pref)
@@ -361,28 +365,8 @@ class ArgReducePlan(ReducePlan):
     def workspace_size(self) -> int:
         g = self._dense
         # a split pass keeps value and index partials; the final values go to scratch too
-        return self._copy_bytes + g.part_bytes + g.idx_bytes + _al(self._n_out *
+        return self._copy_bytes + g.part_bytes + g.idx_bytes + align_up(self._n_out *
                                                                     self.desc.dtype.itemsize)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ..runtime.stream import stream_handle
-
-        x, idx = self._views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        st = stream_handle(stream)
-        x, g, off = self._prepare(x, ws, st)
-        part = ws.ptr + off
-        pidx = part + g.part_bytes
-        vals = pidx + g.idx_bytes
-        lk = self._kernel_for(g.p1.knobs, x.device)
-        if g.p2 is None:
-            lk.launch((g.p1.grid, 1, 1), [x.ptr, x.ptr, vals, idx.ptr, *g.p1.dims, 1.0], st)
-        else:
-            lk.launch((g.p1.grid, 1, 1), [x.ptr, x.ptr, part, pidx, *g.p1.dims, 1.0], st)
-            lk2 = self._kernel_for(g.p2.knobs, x.device)
-            lk2.launch((g.p2.grid, 1, 1), [part, pidx, vals, idx.ptr, *g.p2.dims, 1.0], st)
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,8 @@ from typing import Optional, Tuple
 from ..dtypes import ALL_DTYPES, DType, dtype as as_dtype, float32, int64
 from ..errors import InvalidProblemError, UnsupportedError
 from ..jit import freeze_knobs
-from ..plan import (Plan, check_dtype, check_writable_no_overlap, collapse_dims, plan_arch, prod,
-                    resolve_pref, view_arg)
+from ..plan import (Plan, align_up, check_dtype, check_writable_no_overlap, collapse_dims,
+                    plan_arch, prod, resolve_pref, view_arg)
 from ..tensor import TensorView, check_shape
 from ..templates import scan as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
@@ -60,7 +60,6 @@ BW_OPS = {"cumsum": "sum", "cumprod": "prod_bw", "cummax": "max_bw", "cummin": "
 EXCLUSIVE_OPS = ("cumsum", "cumprod", "logcumsumexp")
 INDEX_OPS = ("cummax", "cummin")
 TARGET_CTAS = 1024          # split long rows until about this many CTAs run
-_WS_ALIGN = 256
 _BY_SHORT = {d.short: d for d in ALL_DTYPES}
 
 
@@ -129,7 +128,7 @@ def workspace_bound(F: int, L: int) -> int:
     n = max(n, _nchunk_col(F, L)[0])
     if n == 1:
         return 0
-    return 2 * (-(-(F * n * 8) // _WS_ALIGN) * _WS_ALIGN)
+    return 2 * align_up(F * n * 8)
 
 
 class _Launch:
@@ -205,7 +204,7 @@ def _geometry(op: str, dt: str, odt: str, shape, axis: int, L: int, reverse: boo
     strides = []
     for k in range(5):
         strides += [ax[k]] + list(outer7[k])
-    ws1_off = -(-(F * nchunk * 8) // _WS_ALIGN) * _WS_ALIGN if nchunk > 1 else 0
+    ws1_off = align_up(F * nchunk * 8) if nchunk > 1 else 0
     return _Launch(knobs=knobs, frozen=freeze_knobs(knobs), kflags=kflags, grid=grid,
                    nchunk=nchunk, chunk=chunk, F=F,
                    scalars=(scalars, list(e7), strides), ptr_off=tuple(off), ws1_off=ws1_off)

@@ -18,11 +18,12 @@ from typing import Tuple
 
 from ..dtypes import DType, float32, int32, int64
 from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import Plan, check_dtype, collapse_dims, plan_arch, prod, resolve_pref, view_arg
+from ..plan import (Plan, align_up, check_dtype, collapse_dims, plan_arch, prod, resolve_pref,
+                    view_arg)
 from ..tensor import TensorView, check_shape, contiguous_strides
 from ..templates import sort as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
-from .sort import SORT_DTYPES, _ALIGN
+from .sort import SORT_DTYPES
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ class SearchsortedPlan(Plan):
         plan._knobs = dict(dtype=desc.dtype.short, out=desc.out_dtype.short)
         plan._copy_b = len(b) > 2
         nb = prod(b)
-        plan._ws_b = -(-nb * desc.dtype.itemsize // _ALIGN) * _ALIGN if plan._copy_b else 0
+        plan._ws_b = align_up(nb * desc.dtype.itemsize) if plan._copy_b else 0
         plan._ws = plan._ws_b + (nb * 8 if (plan._copy_b and desc.has_sorter) else 0)
         prec = PrecisionGuarantee(math_precision=desc.dtype, accumulator=desc.out_dtype,
                                   bit_stable_on_same_hardware=True, deterministic=True)

@@ -37,13 +37,12 @@ from typing import Optional, Tuple
 
 from ..dtypes import ALL_DTYPES, DType, float32, int64
 from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import Plan, check_dtype, collapse_dims, plan_arch, prod, resolve_pref, view_arg
+from ..plan import Plan, align_up, check_dtype, collapse_dims, plan_arch, prod, resolve_pref, view_arg
 from ..tensor import TensorView, check_shape, contiguous_strides
 from ..templates import sort as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 
 SORT_DTYPES = tuple(d for d in ALL_DTYPES if d.short in spec.SORT_DTYPES)
-_ALIGN = 256
 _MAX_N = 2**31 - 1 - spec.RADIX_TILE
 
 
@@ -98,7 +97,7 @@ def radix_layout(rows: int, n: int, bits: int):
     offs, acc = [], 0
     for s in sizes:
         offs.append(acc)
-        acc += -(-s // _ALIGN) * _ALIGN
+        acc += align_up(s)
     return tuple(offs) + (acc,)
 
 

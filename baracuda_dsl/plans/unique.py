@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from ..dtypes import DType, bool_ as bool_dt, int64
 from ..errors import DriverError, InvalidProblemError
-from ..plan import Plan, check_dtype, plan_arch, resolve_pref, view_arg
+from ..plan import Plan, align_up, check_dtype, plan_arch, resolve_pref, view_arg
 from ..tensor import TensorView
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 from .compaction import CompactArgs, CompactDescriptor, CompactPlan
@@ -38,11 +38,7 @@ from .gather import GatherPlan, IndexCopyArgs, IndexCopyDescriptor, ScatterPlan
 from .scan import ScanArgs, ScanDescriptor, ScanPlan
 from .sort import SORT_DTYPES, SortArgs, SortDescriptor, SortPlan
 
-_ALIGN = 256
 
-
-def _al(n: int) -> int:
-    return -(-n // _ALIGN) * _ALIGN
 
 
 @dataclass(frozen=True)
@@ -131,11 +127,11 @@ class UniquePlan(Plan):
                              ("flags", m), ("starts", (m + 1) * 8), ("nval", 8),
                              ("group", m * 8)):
             lay[name] = off
-            off += _al(nbytes)
+            off += align_up(nbytes)
         sub = max(plan._compact.workspace_size(), plan._scan.workspace_size(),
                   0 if plan._sort is None else plan._sort.workspace_size())
         lay["sub"] = off
-        plan._lay, plan._ws = lay, off + _al(sub)
+        plan._lay, plan._ws = lay, off + align_up(sub)
         pg = PrecisionGuarantee(math_precision=dt, accumulator=int64)
         plan._sku = KernelSku(OpCategory.SORT, "unique_consecutive" if cls._consecutive else
                               "unique", dt, arch, BackendKind.CUTE_DSL, pg, aux_element=int64,
@@ -172,8 +168,7 @@ class UniquePlan(Plan):
         self._views(args)
 
     def run(self, args, stream=None, workspace=None) -> None:
-        from cuda.bindings import driver
-
+        from ..runtime.memory import memset_d8
         from ..runtime.stream import stream_handle
 
         x, vals, cnt, idx, inv, counts = self._views(args)
@@ -181,9 +176,7 @@ class UniquePlan(Plan):
         st = stream_handle(stream)
         n, dev, lay = self.desc.n, x.device, self._lay
         if n == 0:
-            (err,) = driver.cuMemsetD8Async(cnt.ptr, 0, 8, st)
-            if err:
-                raise DriverError("cuMemsetD8Async", err)
+            memset_d8(cnt.ptr, 0, 8, st)
             return
         sc = _Scratch(ws, dev)
         sub = Workspace(ws.ptr + lay["sub"], ws.nbytes - lay["sub"], None)
@@ -193,9 +186,7 @@ class UniquePlan(Plan):
             s, perm = sc.view(lay["s"], n, self.desc.dtype), sc.view(lay["perm"], n, int64)
             self._sort.run(SortArgs(x, s, perm), st, sub)
         flags = sc.view(lay["flags"], n, bool_dt)
-        (err,) = driver.cuMemsetD8Async(flags.ptr, 1, 1, st)
-        if err:
-            raise DriverError("cuMemsetD8Async", err)
+        memset_d8(flags.ptr, 1, 1, st)
         if n > 1:
             self._ne.run(ElementwiseArgs([_sub(s, 1, n), _sub(s, 0, n - 1)], [_sub(flags, 1, n)]),
                          st)
@@ -209,7 +200,9 @@ class UniquePlan(Plan):
             else:
                 self._gather_i.run(IndexCopyArgs(perm, _sub(starts, 0, n), idx), st)
         if counts is not None:
-            nval = sc.view(lay["nval"], 1, int64)
+            from cuda.bindings import driver
+
+            nval = sc.view(lay["nval"], 1, int64)  # n as an int64: two 32-bit word memsets
             for half, word in ((0, n & 0xFFFFFFFF), (4, n >> 32)):
                 (err,) = driver.cuMemsetD32Async(nval.ptr + half, word, 1, st)
                 if err:

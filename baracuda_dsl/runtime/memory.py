@@ -40,3 +40,15 @@ def _as_core_stream(stream, ordinal):
     from .stream import stream_handle
 
     return Stream.from_handle(stream_handle(stream))
+
+
+def memset_d8(ptr: int, value: int, nbytes: int, stream: int = 0) -> None:
+    """Enqueue ``cuMemsetD8Async(ptr, value, nbytes)`` on the raw ``stream``; DriverError on
+    failure."""
+    from cuda.bindings import driver
+
+    from ..errors import DriverError
+
+    (err,) = driver.cuMemsetD8Async(ptr, value, nbytes, stream)
+    if err:
+        raise DriverError("cuMemsetD8Async", err)
