@@ -197,6 +197,35 @@ def prod(xs: Iterable[int]) -> int:
     return p
 
 
+def norm_axis(axis, rank: int, what: str) -> int:
+    """``axis`` in ``[-rank, rank)`` (rank 0 behaves as rank 1) as a non-negative int;
+    InvalidProblemError otherwise."""
+    r = max(rank, 1)
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise InvalidProblemError(f"{what}: axis must be an int, got {axis!r}")
+    if not -r <= axis < r:
+        raise InvalidProblemError(f"{what}: axis {axis} out of range for rank {rank}")
+    return axis % r
+
+
+def norm_axes(axes, rank: int, what: str) -> Tuple[int, ...]:
+    """Sorted, de-duplicated non-negative axes (None = all)."""
+    if axes is None:
+        return tuple(range(rank))
+    if isinstance(axes, int):
+        axes = (axes,)
+    out = []
+    for a in axes:
+        if isinstance(a, bool) or not isinstance(a, int):
+            raise InvalidProblemError(f"{what}: axes must be ints, got {axes!r}")
+        if not -max(rank, 1) <= a < max(rank, 1):
+            raise InvalidProblemError(f"{what}: axis {a} out of range for rank {rank}")
+        out.append(a % max(rank, 1))
+    if len(set(out)) != len(out):
+        raise InvalidProblemError(f"{what}: repeated axis in {axes!r}")
+    return tuple(sorted(a for a in out if a < rank))
+
+
 WORKSPACE_ALIGN = 256
 
 

@@ -28,7 +28,8 @@ from typing import Optional, Tuple
 
 from ..dtypes import DType, dtype as as_dtype, int64
 from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import Plan, align_up, collapse_dims, plan_arch, prod, resolve_pref, view_arg
+from ..plan import (Plan, align_up, collapse_dims, norm_axes, plan_arch, prod, resolve_pref,
+                    view_arg)
 from ..tensor import TensorView, check_shape, contiguous_strides
 from ..templates import axis_reduce as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
@@ -38,24 +39,6 @@ STAT_OPS = ("norm2", "logsumexp", "var", "std")  # composites: plans/reduction_c
 _SHORT = {d: as_dtype(d) for d in ("bool",) + spec.INTS + spec.FLOATS}
 _FILL_THREADS = 132 * 2048  # threads that keep an H100 busy (132 SMs × 2048)
 
-
-
-def norm_axes(axes, rank: int, what: str) -> Tuple[int, ...]:
-    """Sorted, de-duplicated non-negative axes (None = all)."""
-    if axes is None:
-        return tuple(range(rank))
-    if isinstance(axes, int):
-        axes = (axes,)
-    out = []
-    for a in axes:
-        if isinstance(a, bool) or not isinstance(a, int):
-            raise InvalidProblemError(f"{what}: axes must be ints, got {axes!r}")
-        if not -max(rank, 1) <= a < max(rank, 1):
-            raise InvalidProblemError(f"{what}: axis {a} out of range for rank {rank}")
-        out.append(a % max(rank, 1))
-    if len(set(out)) != len(out):
-        raise InvalidProblemError(f"{what}: repeated axis in {axes!r}")
-    return tuple(sorted(a for a in out if a < rank))
 
 
 def out_dtype_of(op: str, dt: DType, keep_dtype: bool = False) -> DType:

@@ -48,7 +48,7 @@ from ..dtypes import ALL_DTYPES, DType, dtype as as_dtype, float32, int64
 from ..errors import InvalidProblemError, UnsupportedError
 from ..jit import freeze_knobs
 from ..plan import (Plan, align_up, check_dtype, check_writable_no_overlap, collapse_dims,
-                    plan_arch, prod, resolve_pref, view_arg)
+                    norm_axis, plan_arch, prod, resolve_pref, view_arg)
 from ..tensor import TensorView, check_shape
 from ..templates import scan as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
@@ -73,15 +73,6 @@ def default_out_dtype(op: str, dt: DType) -> DType:
     if op in ("cumsum", "cumprod"):
         return _BY_SHORT[spec.acc_out(dt.short)]
     return dt
-
-
-def norm_axis(axis, rank: int, what: str) -> int:
-    if isinstance(axis, bool) or not isinstance(axis, int):
-        raise InvalidProblemError(f"{what}: axis must be an int, got {axis!r}")
-    r = max(rank, 1)
-    if not -r <= axis < r:
-        raise InvalidProblemError(f"{what}: axis {axis} out of range for rank {rank}")
-    return axis % r
 
 
 def _flag(v, name: str, what: str) -> bool:

@@ -37,23 +37,14 @@ from typing import Optional, Tuple
 
 from ..dtypes import ALL_DTYPES, DType, float32, int64
 from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import Plan, align_up, check_dtype, collapse_dims, plan_arch, prod, resolve_pref, view_arg
+from ..plan import (Plan, align_up, check_dtype, collapse_dims, norm_axis, plan_arch, prod,
+                    resolve_pref, view_arg)
 from ..tensor import TensorView, check_shape, contiguous_strides
 from ..templates import sort as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 
 SORT_DTYPES = tuple(d for d in ALL_DTYPES if d.short in spec.SORT_DTYPES)
 _MAX_N = 2**31 - 1 - spec.RADIX_TILE
-
-
-def norm_axis(axis, rank: int, what: str) -> int:
-    """``axis`` in ``[-rank, rank)`` (rank 0 behaves as rank 1) as a non-negative int."""
-    r = max(rank, 1)
-    if isinstance(axis, bool) or not isinstance(axis, int):
-        raise InvalidProblemError(f"{what}: axis must be an int, got {axis!r}")
-    if not -r <= axis < r:
-        raise InvalidProblemError(f"{what}: axis {axis} out of range for rank {rank}")
-    return axis % r
 
 
 @functools.lru_cache(maxsize=1024)
