@@ -41,16 +41,12 @@ class UniqueInverseResult(NamedTuple):
 
 
 def _flat(x) -> Array:
-    if not isinstance(x, Array):
-        raise TypeError(f"expected an array_api Array, got {type(x).__name__}")
-    if x.dtype in (_dt.complex64, _dt.complex128):
+    from ._counting_functions import _flat1d
+
+    if isinstance(x, Array) and x.dtype in (_dt.complex64, _dt.complex128):
         raise UnsupportedError(f"unique of {x.dtype}: complex values have no order; wired: "
                                f"bool, integer and real floating dtypes")
-    if x.ndim == 1:
-        return x
-    from ._manipulation_functions import reshape
-
-    return reshape(x, (-1,))
+    return _flat1d(x)
 
 
 @functools.lru_cache(maxsize=256)
