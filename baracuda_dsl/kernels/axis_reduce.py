@@ -85,6 +85,14 @@ def build(knobs: dict):
         take = ((b > a) if HI else (b < a)) | (b != b)
         return sel(take, b, a)
 
+    def fold(acc, idx, v, i):
+        """One accumulate step of the running (acc, idx) with the candidate (v, i) (i only
+        matters for arg ops)."""
+        if ARG:
+            take = better(v, i, acc, idx)
+            return sel(take, v, acc), sel(take, i, idx)
+        return comb(acc, v), idx
+
     @cute.jit
     def offset(r: Int64, r1: Int64, rs0: Int64, rs1: Int64):
         off = r * rs1
@@ -103,15 +111,10 @@ def build(knobs: dict):
             r = lo + Int64(k) * step
             off = base + offset(r, r1, rs0, rs1)
             v = A(cute.make_tensor(px + off, cute.make_layout(1))[0])
-            if cutlass.const_expr(ARG):
-                i = r
-                if cutlass.const_expr(stage2 == 1):
-                    i = cute.make_tensor(pxi + off, cute.make_layout(1))[0]
-                take = better(v, i, acc, idx)
-                acc = sel(take, v, acc)
-                idx = sel(take, i, idx)
-            else:
-                acc = comb(acc, v)
+            i = r
+            if cutlass.const_expr(ARG and stage2 == 1):
+                i = cute.make_tensor(pxi + off, cute.make_layout(1))[0]
+            acc, idx = fold(acc, idx, v, i)
         return acc, idx
 
     @cute.jit
@@ -129,35 +132,21 @@ def build(knobs: dict):
             g = cute.make_tensor(px + cute.assume(base + r, divby=vec), cute.make_layout(vec))
             cute.autovec_copy(g, frag)
             for e in cutlass.range_constexpr(vec):
-                v = A(frag[e])
-                if cutlass.const_expr(ARG):
-                    take = better(v, r + Int64(e), acc, idx)
-                    acc = sel(take, v, acc)
-                    idx = sel(take, r + Int64(e), idx)
-                else:
-                    acc = comb(acc, v)
+                acc, idx = fold(acc, idx, A(frag[e]), r + Int64(e))
         t = s0 + nv * Int64(vec) + lane
         if t < hi:
-            v = A(cute.make_tensor(px + (base + t), cute.make_layout(1))[0])
-            if cutlass.const_expr(ARG):
-                take = better(v, t, acc, idx)
-                acc = sel(take, v, acc)
-                idx = sel(take, t, idx)
-            else:
-                acc = comb(acc, v)
+            acc, idx = fold(acc, idx, A(cute.make_tensor(px + (base + t), cute.make_layout(1))[0]),
+                            t)
         return acc, idx
 
     @cute.jit
     def warp_combine(acc, idx):
         for sh in cutlass.range_constexpr(5):
             ov = cute.arch.shuffle_sync_bfly(acc, offset=16 >> sh)
+            oj = idx
             if cutlass.const_expr(ARG):
                 oj = cute.arch.shuffle_sync_bfly(idx, offset=16 >> sh)
-                take = better(ov, oj, acc, idx)
-                acc = sel(take, ov, acc)
-                idx = sel(take, oj, idx)
-            else:
-                acc = comb(acc, ov)
+            acc, idx = fold(acc, idx, ov, oj)
         return acc, idx
 
     @cute.jit
@@ -259,12 +248,7 @@ def build(knobs: dict):
                         tot = sv[0]
                         ti = si[0]
                         for k in cutlass.range_constexpr(1, WARPS):
-                            if cutlass.const_expr(ARG):
-                                take = better(sv[k], si[k], tot, ti)
-                                tot = sel(take, sv[k], tot)
-                                ti = sel(take, si[k], ti)
-                            else:
-                                tot = comb(tot, sv[k])
+                            tot, ti = fold(tot, ti, sv[k], si[k])
                         if live:
                             store(pout, poi, item, tot, ti, scale)
 
