@@ -57,9 +57,16 @@ from ._sorting_functions import argsort, kthvalue, msort, searchsorted, sort, to
 from ._counting_functions import bincount, histc, histogram
 from ._set_functions import (unique_all, unique_consecutive, unique_counts, unique_inverse,
                              unique_values)
-from ._manipulation_functions import (ascontiguousarray, broadcast_arrays, broadcast_to, expand_dims, flip,
-                                      matrix_transpose, permute_dims, repeat, reshape, squeeze,
-                                      tile)
+from ._manipulation_functions import (ascontiguousarray, broadcast_arrays, broadcast_to, concat,
+                                      expand_dims, flip, matrix_transpose, moveaxis, permute_dims,
+                                      repeat, reshape, roll, squeeze, stack, tile, unstack)
+from ._indexing_functions import take, take_along_axis
+from ._layout_extensions import pad, pixel_shuffle, pixel_unshuffle
+from ._indexing_extensions import (embedding, embedding_bag, gather, index_add, index_select,
+                                   masked_fill, one_hot, scatter, scatter_add, segment_max,
+                                   segment_mean, segment_min, segment_prod, segment_sum)
+from ._indexing_extensions import __all__ as _indexing_extension_names
+from ._plans import set_index_checking
 
 __array_api_version__ = "2024.12"
 
@@ -94,3 +101,5 @@ __all__ += ["cumulative_sum", "cumulative_prod", "cumsum", "cumprod", "cummax", 
 __all__ += ["sort", "argsort", "searchsorted", "topk", "kthvalue", "msort"]
 __all__ += ["bincount", "histc", "histogram", "unique_all", "unique_consecutive",
             "unique_counts", "unique_inverse", "unique_values"]
+__all__ += ["concat", "stack", "unstack", "moveaxis", "roll", "take", "take_along_axis", "pad",
+            "pixel_shuffle", "pixel_unshuffle", "set_index_checking", *_indexing_extension_names]

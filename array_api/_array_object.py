@@ -228,13 +228,6 @@ class Array:
     def _index(self, key):
         if not isinstance(key, tuple):
             key = (key,)
-        for k in key:
-            if isinstance(k, (builtins.bool, np.bool_)):
-                raise UnsupportedError("boolean indexing is not wired; wired: ints, slices, ..., "
-                                       "None")
-            if isinstance(k, Array) and not (k.ndim == 0 and _dt.isdtype(k.dtype, "integral")):
-                raise UnsupportedError("array (integer / boolean) indexing is not wired; "
-                                       "wired: ints, 0-D integer arrays, slices, ..., None")
         n_ell = sum(1 for k in key if k is Ellipsis)
         if n_ell > 1:
             raise IndexError("an index can only have a single ellipsis ('...')")
@@ -254,6 +247,9 @@ class Array:
             n, s = self._shape[d], self._strides[d]
             d += 1
             if isinstance(k, Array):
+                if not _dt.isdtype(k.dtype, "integral"):
+                    raise IndexError(f"arrays used as indices must have an integer or boolean "
+                                     f"dtype, got {k.dtype.name}")
                 k = int(k)
             if isinstance(k, slice):
                 start, stop, step = k.indices(n)
@@ -277,6 +273,12 @@ class Array:
         return off, tuple(shape), tuple(strides)
 
     def __getitem__(self, key) -> "Array":
+        """Basic indexing (ints, slices, ``...``, ``None``, 0-D integer arrays) gives a view;
+        integer arrays and boolean masks give a new array (``_indexing_functions``)."""
+        from ._indexing_functions import advanced_getitem, is_advanced
+
+        if is_advanced(key):
+            return advanced_getitem(self, key)
         off, shape, strides = self._index(key)
         return self._view(off, shape, strides)
 
@@ -285,7 +287,13 @@ class Array:
         OverflowError for out-of-range ints) or an Array whose dtype promotes to x's dtype
         (``can_cast``; TypeError otherwise), broadcast to the indexed view and converted; numpy
         arrays / nested lists are converted to x's dtype on the host (extension).  Strided views
-        are written in place."""
+        are written in place.  Integer-array / boolean-mask keys scatter (``_indexing_functions``;
+        duplicate targets: one write wins)."""
+        from ._indexing_functions import advanced_setitem, is_advanced
+
+        if is_advanced(key):
+            advanced_setitem(self, key, value)
+            return
         target = self[key]
         from . import _dispatch, _promotion
         from ._creation_functions import _fill, asarray

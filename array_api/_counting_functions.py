@@ -10,7 +10,6 @@ has no weights).  Strided inputs are made dense first only when they are not 1-D
 from __future__ import annotations
 
 import builtins
-import functools
 import math
 
 import numpy as np
@@ -20,15 +19,14 @@ from baracuda_dsl.plans.histogram import (BincountDescriptor, BincountPlan, Coun
                                           HistogramDescriptor, HistogramPlan)
 
 from . import _dtypes as _dt
+from . import _plans
 from ._array_object import Array
 from ._dispatch import _view, cast
 
 __all__ = ["bincount", "histogram", "histc"]
 
 
-@functools.lru_cache(maxsize=256)
-def _select(cls, desc):
-    return cls.select(desc)
+_select = _plans.select
 
 
 def _flat1d(x, name="x") -> Array:

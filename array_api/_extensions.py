@@ -7,12 +7,11 @@ stream-ordered pool per call."""
 
 from __future__ import annotations
 
-import functools
 
 from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
-from baracuda_dsl.vocabulary import Workspace
 
 from . import _dtypes as _dt
+from . import _plans
 from ._array_object import Array
 from ._manipulation_functions import ascontiguousarray
 
@@ -23,26 +22,15 @@ def _norm_shape(normalized_shape):
     return tuple(int(s) for s in normalized_shape)
 
 
-def _check_array(x, name):
-    if not isinstance(x, Array):
-        raise TypeError(f"{name} must be an array_api Array, got {type(x).__name__}")
+_check_array = _plans.check_array
 
 
 def _opt(v):
     return None if v is None else ascontiguousarray(v)
 
 
-@functools.lru_cache(maxsize=256)
-def _select(plan_cls, desc):
-    return plan_cls.select(desc)
-
-
-def _workspace(plan, x: Array):
-    n = plan.workspace_size()
-    if not n:
-        return None, None
-    buf = Array._empty((n,), _dt.uint8, x.device)
-    return Workspace(buf._ptr, n, buf), buf
+_select = _plans.select
+_workspace = _plans.workspace
 
 
 def _run_rowwise(plan, make_args, x: Array):

@@ -235,3 +235,128 @@ def repeat(x: Array, repeats, /, *, axis=None) -> Array:
         return tmp
     order = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, x.ndim))
     return _contiguous_copy(permute_dims(tmp, order))
+
+
+# ----------------------------------------------------------------- concat / stack / roll
+def _same_device(arrays, what: str):
+    from baracuda_dsl.errors import DeviceMismatchError
+
+    dev = arrays[0].device
+    for a in arrays[1:]:
+        if a.device != dev:
+            raise DeviceMismatchError(f"{what}: arrays on {dev} and {a.device}")
+    return dev
+
+
+def _as_array_list(arrays, what: str) -> list:
+    if isinstance(arrays, Array) or not isinstance(arrays, (tuple, list)):
+        raise TypeError(f"{what}: expected a tuple or list of arrays, got {type(arrays).__name__}")
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError(f"{what}: need at least one array")
+    for i, a in enumerate(arrays):
+        if not isinstance(a, Array):
+            raise TypeError(f"{what}: element {i} is a {type(a).__name__}, not an Array")
+    return arrays
+
+
+def concat(arrays, /, *, axis=0) -> Array:
+    """Join ``arrays`` along ``axis`` (``None``: flatten each first).  The result dtype is
+    ``result_type(*arrays)``; shapes must match except along ``axis``.  One ``ConcatPlan``
+    launch per non-empty input, copying into its slice of the new dense output (every dtype,
+    bit-exact)."""
+    from ._data_type_functions import astype, result_type
+    from baracuda_dsl.plans.layout import ConcatArgs, ConcatDescriptor, ConcatPlan
+    from . import _plans
+
+    arrays = _as_array_list(arrays, "concat")
+    dev = _same_device(arrays, "concat")
+    dt = result_type(*arrays)
+    if axis is None:
+        arrays = [reshape(a, (-1,)) for a in arrays]
+        axis = 0
+    nd = arrays[0].ndim
+    if nd == 0:
+        raise ValueError("concat: zero-dimensional arrays cannot be concatenated")
+    if any(a.ndim != nd for a in arrays):
+        raise ValueError(f"concat: arrays have ranks {[a.ndim for a in arrays]}")
+    axis = _axis(axis, nd)
+    for a in arrays[1:]:
+        if any(a.shape[d] != arrays[0].shape[d] for d in range(nd) if d != axis):
+            raise ValueError(f"concat: shapes {[a.shape for a in arrays]} differ off axis {axis}")
+    arrays = [a if a.dtype == dt else astype(a, dt) for a in arrays]
+    shapes = tuple(a.shape for a in arrays)
+    out_shape = shapes[0][:axis] + (sum(s[axis] for s in shapes),) + shapes[0][axis + 1:]
+    out = Array._empty(out_shape, dt, dev)
+    if out.size:
+        plan = _plans.select(ConcatPlan, ConcatDescriptor(shapes, axis, dt))
+        plan.run(ConcatArgs(arrays, out))
+    return out
+
+
+def stack(arrays, /, *, axis: int = 0) -> Array:
+    """Join same-shape ``arrays`` along a new ``axis`` (result dtype ``result_type``)."""
+    arrays = _as_array_list(arrays, "stack")
+    shape = arrays[0].shape
+    if any(a.shape != shape for a in arrays):
+        raise ValueError(f"stack: shapes differ: {[a.shape for a in arrays]}")
+    a = _axis(axis, len(shape) + 1)
+    return concat([expand_dims(x, axis=a) for x in arrays], axis=a)
+
+
+def unstack(x: Array, /, *, axis: int = 0) -> tuple:
+    """The views ``x[..., i, ...]`` along ``axis`` (no copies)."""
+    if x.ndim == 0:
+        raise ValueError("unstack: x must have at least one dimension")
+    a = _axis(axis, x.ndim)
+    shape = x.shape[:a] + x.shape[a + 1:]
+    strides = x.strides[:a] + x.strides[a + 1:]
+    return tuple(x._view(i * x.strides[a], shape, strides) for i in range(x.shape[a]))
+
+
+def moveaxis(x: Array, source, destination, /) -> Array:
+    """View of ``x`` with the axes ``source`` moved to ``destination`` (ints or tuples)."""
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis: {len(src)} source and {len(dst)} destination axes")
+    src = [_axis(a, x.ndim) for a in src]
+    dst = [_axis(a, x.ndim) for a in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError("moveaxis: repeated axes")
+    order = [d for d in range(x.ndim) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute_dims(x, tuple(order))
+
+
+def roll(x: Array, /, shift, *, axis=None) -> Array:
+    """Elements shifted by ``shift`` along ``axis`` (wrapping around); ``axis=None`` rolls the
+    flattened array.  Tuples of shifts/axes add up per axis.  One ``RollPlan`` launch."""
+    from baracuda_dsl.plans.pad import RollArgs, RollDescriptor, RollPlan
+    from . import _plans
+
+    if axis is None:
+        if not isinstance(shift, int):
+            if isinstance(shift, (tuple, list)):
+                shift = sum(operator.index(s) for s in shift)
+            else:
+                shift = operator.index(shift)
+        flat = reshape(x, (-1,))
+        return reshape(roll(flat, shift, axis=0), x.shape)
+    shifts = (shift,) if isinstance(shift, int) else tuple(shift)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
+    per = [0] * x.ndim
+    for s, a in zip(shifts, axes):
+        per[_axis(a, x.ndim)] += operator.index(s)
+    per = tuple(p % n if n else 0 for p, n in zip(per, x.shape))
+    out = Array._empty(x.shape, x.dtype, x.device)
+    if x.size:
+        plan = _plans.select(RollPlan, RollDescriptor(x.shape, per, x.dtype))
+        plan.run(RollArgs(x, out))
+    return out
+

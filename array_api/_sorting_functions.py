@@ -8,33 +8,17 @@ from the stream-ordered pool per call; everything runs on the legacy default str
 from __future__ import annotations
 
 import builtins
-import functools
 
 from baracuda_dsl.errors import InvalidProblemError
-from baracuda_dsl.vocabulary import Workspace
 
 from . import _dtypes as _dt
+from . import _plans
 from ._array_object import Array
 
 
-def _check_array(x, name):
-    if not isinstance(x, Array):
-        raise TypeError(f"{name} must be an array_api Array, got {type(x).__name__}")
-
-
-@functools.lru_cache(maxsize=256)
-def _select(plan_cls, desc):
-    return plan_cls.select(desc)
-
-
-def _run(plan, args, x: Array):
-    n = plan.workspace_size()
-    buf = None
-    ws = None
-    if n:
-        buf = Array._empty((n,), _dt.uint8, x.device)
-        ws = Workspace(buf._ptr, n, buf)
-    plan.run(args, workspace=ws)
+_check_array = _plans.check_array
+_select = _plans.select
+_run = _plans.run
 
 
 def _flag(v, name, what):
