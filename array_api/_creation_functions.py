@@ -350,15 +350,15 @@ def _triangle(x, k, fn: str, lower: bool) -> Array:
         k = operator.index(k)
     except TypeError:
         raise TypeError(f"{fn}: k must be an int, got {k!r}") from None
-    rows, cols = x.shape[-2:]
-    keep = np.tri(rows, cols, k if lower else k - 1, dtype=np.bool_)
-    if not lower:
-        keep = ~keep
-    mask = _upload(keep, _dt.bool, x.device)
-    from . import _dispatch
+    from baracuda_dsl.plans.pad import TriArgs, TriDescriptor, TriPlan
 
-    return _dispatch.elementwise("where", [mask, x, False if x.dtype.kind == "b" else 0],
-                                 x.dtype, x.dtype)
+    from . import _plans
+
+    out = Array._empty(x.shape, x.dtype, x.device)
+    if out.size:
+        plan = _plans.select(TriPlan, TriDescriptor(x.shape, k, not lower, x.dtype))
+        plan.run(TriArgs(x, out))
+    return out
 
 
 def tril(x: Array, /, *, k: int = 0) -> Array:

@@ -1,7 +1,9 @@
 """Manipulation functions.  Views where possible (``permute_dims``, ``matrix_transpose``,
-``expand_dims``, ``squeeze``, ``broadcast_to``, ``flip``, ``reshape`` of dense arrays); copies go
-through the strided-copy kernel (``RepeatPlan`` / ``StridedCopyPlan``): ``tile`` (numpy.tile),
-``repeat`` (array API 2023.12, numpy.repeat semantics) and ``ascontiguousarray``."""
+``expand_dims``, ``squeeze``, ``broadcast_to``, ``flip``, ``moveaxis``, ``unstack``, ``reshape`` of
+dense arrays); copies go through the layout plans: dense copies of any view through
+``contiguize`` (tiled transpose kernel for permuted layouts, strided gather otherwise), ``tile``
+(numpy.tile) and ``repeat`` (numpy.repeat semantics) through ``RepeatPlan`` / the strided copy,
+``concat`` / ``stack`` through ``ConcatPlan``, ``roll`` through ``RollPlan``."""
 
 from __future__ import annotations
 
@@ -33,11 +35,11 @@ def _copy_strided(ptr: int, shape, strides, dtype, ordinal: int, owner, dst_ptr:
     cshape, cstr = collapse_dims(shape, strides)
     if len(cshape) > MAX_RANK:
         raise UnsupportedError(f"copy of a view that collapses to {len(cshape)} dims (> 8)")
-    from baracuda_dsl.plans.repeat import strided_copy
+    from baracuda_dsl.plans.layout import contiguize
 
     src = TensorView(ptr, cshape, cstr, dtype, ordinal, None, owner)
     dst = TensorView(dst_ptr, cshape, contiguous_strides(cshape), dtype, ordinal, None, None)
-    strided_copy(src, dst)
+    contiguize(src, dst)  # tiled transpose for permuted layouts, strided gather otherwise
 
 
 def _overlaps(a: Array, b: Array) -> bool:

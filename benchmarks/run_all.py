@@ -5,8 +5,8 @@
 Order: torch/CUDA warm-up, the device-to-device copy ceiling (1 GiB, read + write), the
 normalisation benchmarks (bench_norms.py), the elementwise benchmarks (bench_elementwise.py), the
 launch-path study (bench_launch.py; design (b) needs benchmarks/aot/build/libbench_aot.so, built on
-the DSL machine by benchmarks/aot/build_aot.py), the reduction / scan / sort / counting families
-(``--families``; bench_reductions.py, bench_scan.py, bench_sort.py, bench_counting.py), then the
+the DSL machine by benchmarks/aot/build_aot.py), the reduction / scan / sort / counting / layout / pad /
+indexing / segment families (``--families``; bench_<family>.py), then the
 copy ceiling again (drift check).  Writes ``DIR/bench.json``
 (everything) and ``DIR/RESULTS.md`` (a fragment to paste into benchmarks/RESULTS.md), and prints a
 compact table last.  Budget: under 4 minutes on the H100 (``--quick``: about 1 minute).
@@ -31,7 +31,11 @@ import harness as H  # noqa: E402
 # run(out_dir, quick, log) -> rows (list or dict with "rows") and markdown(that)
 EXTRA = [("reductions", "bench_reductions", "Reductions"), ("scan", "bench_scan", "Scans"),
          ("sort", "bench_sort", "Sorting and top-k"),
-         ("counting", "bench_counting", "Counting and sets")]
+         ("counting", "bench_counting", "Counting and sets"),
+         ("layout", "bench_layout", "Permute, concat, flip"),
+         ("pad", "bench_pad", "Pad, roll, triangle"),
+         ("indexing", "bench_indexing", "Gather, index_select, scatter"),
+         ("segment", "bench_segment", "Embedding and segment reductions")]
 
 
 def _extra_md(res: dict) -> list:

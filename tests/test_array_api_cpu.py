@@ -122,19 +122,22 @@ class _FakeKernel:
 
     def _copy(self, args):
         src, dst, n = args[0], args[1], args[2]
-        o, e, s = args[3:11], args[11:19], args[19:27]
+        o, e, s, ds = args[3:11], args[11:19], args[19:27], args[27:35]
         r, w = self.knobs["rank"], self.knobs["itemsize"]
         assert all(v == 1 for v in o[:8 - r])
         assert grid_ok(n)
         coords = np.unravel_index(np.arange(n), o[8 - r:])
         off = np.zeros(n, np.int64)
+        doff = np.zeros(n, np.int64)
         for d in range(r):
             c = coords[d] % e[8 - r + d] if r == 8 else coords[d]
             off += c * s[8 - r + d]
+            doff += coords[d] * ds[8 - r + d]
         assert src % w == 0 and dst % w == 0  # word alignment the kernel assumes
         lo, hi = int(off.min()), int(off.max())
         words = _host_words(src + lo * w, hi - lo + 1, w)
-        _host_words(dst, n, w)[:] = words[off - lo]
+        dlo, dhi = int(doff.min()), int(doff.max())
+        _host_words(dst + dlo * w, dhi - dlo + 1, w)[doff - dlo] = words[off - lo]
 
     def _bw(self, args):
         dy, dx, n = args[0], args[1], args[2]
@@ -187,13 +190,24 @@ def fake_device(monkeypatch):
     monkeypatch.setattr(_dev, "memset", memset)
     monkeypatch.setattr(rp, "plan_arch", lambda pref: bd.ArchSku.SM90A)
     monkeypatch.setattr(rp, "jit_kernel", lambda t, knobs, dev, arch: _FakeKernel(t, knobs))
+    import baracuda_dsl.plans.layout as lp
+
+    # the dense-copy path: strided copy only (the transpose kernel is exercised on the GPU)
+    monkeypatch.setattr(lp, "plan_arch", lambda pref: bd.ArchSku.SM90A)
+    monkeypatch.setattr(lp, "jit_kernel", lambda t, knobs, dev, arch: _FakeKernel(t, knobs))
+    monkeypatch.setattr(lp, "transpose_geometry", lambda *a: None)
     import array_api._manipulation_functions as mf
 
-    mf._repeat_plan.cache_clear()
-    rp._strided_copy_plan.cache_clear()
+    def clear():
+        mf._repeat_plan.cache_clear()
+        rp._strided_copy_plan.cache_clear()
+        lp._contiguize_plan.cache_clear()
+        lp._copy_kernel_for.cache_clear()
+        lp._LAUNCH_MEMO.clear()
+
+    clear()
     yield
-    mf._repeat_plan.cache_clear()
-    rp._strided_copy_plan.cache_clear()
+    clear()
 
 
 DTYPES = [np.bool_, np.int8, np.uint16, np.float16, np.float32, np.int64, np.complex64,

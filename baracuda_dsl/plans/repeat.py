@@ -9,6 +9,8 @@ is rewritten as a copy of a broadcast view, shape ``(r0, n0, r1, n1, …)`` with
 unit-stride aligned innermost dim is copied in words of up to 16 bytes (vectorised path).
 
 ``StridedCopyPlan``: ``dst = src`` for any strided ``src`` into a dense ``dst`` (same kernel).
+The kernel also takes destination strides (dense ones here); :func:`strided_copy_geometry`
+builds a copy between two strided views (used by plans/layout.py: concat, write-slice, ...).
 
 ``RepeatBackwardPlan``: ``dx[i] = Σ over all tiles of dy`` (the gradient of repeat); f32, f16,
 bf16, f64; half types accumulate in f32, f64 in f64; each element sums its tiles in a fixed
@@ -66,25 +68,33 @@ class _CopyGeometry:
     strides and pointer alignment)."""
 
     __slots__ = ("knobs", "dims", "n", "width")
+    # dims: 8 output extents, 8 input extents (mod form), 8 src strides, 8 dst strides
 
     def __init__(self, knobs, dims, n, width):
         self.knobs, self.dims, self.n, self.width = knobs, dims, n, width
 
 
-def _widen(shape, strides, isz: int, src_mod: int, dst_mod: int):
+def _widen(shape, strides, isz: int, src_mod: int, dst_mod: int, dst_strides=None):
     """Fold ``w`` consecutive elements of a unit-stride innermost dim into one word of w·isz
-    bytes (≤ 16) when extents, strides and both pointers allow; returns (shape, strides, isz)."""
-    if not shape or strides[-1] != 1:
-        return shape, strides, isz
+    bytes (≤ 16) when extents, strides (of both sides when ``dst_strides`` is given) and both
+    pointers allow; returns (shape, strides, isz) or, with ``dst_strides``, (shape, strides,
+    dst_strides, isz)."""
+    sets = [tuple(strides)] + ([tuple(dst_strides)] if dst_strides is not None else [])
+
+    def done(shp, sts, w):
+        return (shp, *sts, w)
+
+    if not shape or any(st[-1] != 1 for st in sets):
+        return done(tuple(shape), sets, isz)
     w = 16 // isz
     while w > 1:
         wb = w * isz
-        if (shape[-1] % w == 0 and all(s % w == 0 for s in strides[:-1])
+        if (shape[-1] % w == 0 and all(x % w == 0 for st in sets for x in st[:-1])
                 and src_mod % wb == 0 and dst_mod % wb == 0):
-            return (shape[:-1] + (shape[-1] // w,), tuple(s // w for s in strides[:-1]) + (1,),
-                    wb)
+            return done(tuple(shape[:-1]) + (shape[-1] // w,),
+                        [tuple(x // w for x in st[:-1]) + (1,) for st in sets], wb)
         w //= 2
-    return shape, strides, isz
+    return done(tuple(shape), sets, isz)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -120,7 +130,28 @@ def _copy_geometry(in_shape, in_strides, reps, isz: int, src_mod: int, dst_mod: 
         raise UnsupportedError(f"strided copy of {n} words exceeds the grid limit")
     wide = 0 if (n < _I32_LIMIT and span < _I32_LIMIT) else 1
     pad = 8 - len(o)
-    dims = ((1,) * pad + tuple(o)) + ((1,) * pad + tuple(e)) + ((0,) * pad + tuple(s_))
+    dims = (((1,) * pad + tuple(o)) + ((1,) * pad + tuple(e)) + ((0,) * pad + tuple(s_))
+            + ((0,) * pad + contiguous_strides(o)))
+    return _CopyGeometry(dict(itemsize=width, rank=rank, wide=wide), dims, n, width)
+
+
+@functools.lru_cache(maxsize=1024)
+def strided_copy_geometry(shape, src_strides, dst_strides, isz: int, src_mod: int,
+                          dst_mod: int) -> _CopyGeometry:
+    """Geometry of a plain copy ``dst[c] = src[c]`` between two strided views of ``shape``
+    (dims collapsed over both stride sets, the word widened when both innermost dims are
+    unit-stride and aligned).  ``src_mod``/``dst_mod``: the pointers modulo 16."""
+    cshape, cs, cd = collapse_dims(shape, src_strides, dst_strides)
+    o, s_, d_, width = _widen(tuple(cshape), tuple(cs), isz, src_mod, dst_mod, tuple(cd))
+    n = prod(shape) * isz // width
+    if (n + spec.COPY_THREADS * spec.COPY_ILP - 1) // (spec.COPY_THREADS * spec.COPY_ILP) > 2**31 - 1:
+        raise UnsupportedError(f"strided copy of {n} words exceeds the grid limit")
+    span = sum((oi - 1) * max(abs(si), abs(di)) for oi, si, di in zip(o, s_, d_))
+    wide = 0 if (n < _I32_LIMIT and span < _I32_LIMIT) else 1
+    # (rank-8 SKU for collapsed rank 5-8: its per-dim ``mod e`` is the identity with e = o)
+    rank = spec.copy_rank_for(len(o))
+    pad = 8 - len(o)
+    dims = (((1,) * pad + tuple(o)) * 2 + ((0,) * pad + tuple(s_)) + ((0,) * pad + tuple(d_)))
     return _CopyGeometry(dict(itemsize=width, rank=rank, wide=wide), dims, n, width)
 
 

@@ -10,3 +10,5 @@ from . import sort  # noqa: F401
 from . import histogram  # noqa: F401
 from . import axis_reduce  # noqa: F401
 from . import gather  # noqa: F401
+from . import remap  # noqa: F401
+from . import layout  # noqa: F401

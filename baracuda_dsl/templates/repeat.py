@@ -55,7 +55,8 @@ STRIDED_COPY = register(KernelTemplate(
     name="strided_copy",
     family="shape",
     module="baracuda_dsl.kernels.strided_copy",
-    params=params(f"src:ptr dst:ptr n:i64 {_dims('o')} {_dims('e')} {_dims('s')}"),
+    params=params(f"src:ptr dst:ptr n:i64 {_dims('o')} {_dims('e')} {_dims('s')} "
+                  f"{_dims('d')}"),
     space=_copy_space,
     geometry=lambda k: LaunchGeometry(threads=COPY_THREADS, smem_bytes=0),
 ))
