@@ -74,8 +74,13 @@ def _scatter(x: Array, axis: int, index: Array, src, reduce: str, what: str) -> 
     index = _plans.index_dtype_array(index)
     if not isinstance(src, Array):
         src = full(index.shape, src, dtype=x.dtype, device=x.device)
-    elif src.dtype != x.dtype:
-        src = astype(src, x.dtype)
+    else:
+        if src.dtype != x.dtype:
+            src = astype(src, x.dtype)
+        if src.ndim != index.ndim or any(a < b for a, b in zip(src.shape, index.shape)):
+            raise ValueError(f"{what}: src of shape {src.shape} is smaller than index "
+                             f"{index.shape}")
+        src = src[tuple(slice(0, n) for n in index.shape)]  # torch reads src's leading block
     out = _contiguous_copy(x)
     if index.size == 0:
         return out

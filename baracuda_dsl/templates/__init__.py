@@ -12,3 +12,4 @@ from . import axis_reduce  # noqa: F401
 from . import gather  # noqa: F401
 from . import remap  # noqa: F401
 from . import layout  # noqa: F401
+from . import indexing  # noqa: F401
