@@ -13,3 +13,4 @@ from . import gather  # noqa: F401
 from . import remap  # noqa: F401
 from . import layout  # noqa: F401
 from . import indexing  # noqa: F401
+from . import segment  # noqa: F401
