@@ -89,7 +89,7 @@ def matrix_transpose(x: Array, /) -> Array:
     return x.mT
 
 
-def expand_dims(x: Array, /, *, axis: int = 0) -> Array:
+def expand_dims(x: Array, /, axis: int = 0) -> Array:
     a = _axis(axis, x.ndim + 1)
     return x._view(0, x.shape[:a] + (1,) + x.shape[a:], x.strides[:a] + (0,) + x.strides[a:])
 

@@ -52,9 +52,9 @@ def test_concat_stack_unstack(npd):
 
 def test_concat_promotes_and_validates():
     a = xp.asarray(np.arange(6, dtype=np.int8).reshape(2, 3))
-    b = xp.asarray(np.ones((1, 3), np.float32))
+    b = xp.asarray(np.ones((1, 3), np.int16))
     r = xp.concat([a, b])
-    assert r.dtype == xp.float32
+    assert r.dtype == xp.int16
     np.testing.assert_array_equal(r.to_numpy(), np.concatenate([np.arange(6).reshape(2, 3),
                                                                 np.ones((1, 3))]))
     with pytest.raises(ValueError):
@@ -128,7 +128,7 @@ def test_getitem_integer_arrays(npd):
         ((i, slice(1, 5), k), (xp.asarray(i), slice(1, 5), xp.asarray(k))),   # non-adjacent
         ((2, j), (2, xp.asarray(j))),
         ((Ellipsis, k), (Ellipsis, xp.asarray(k))),
-        ((None, j, slice(None, None, -2)), (None, xp.asarray(j), slice(None, None, -2))),
+        ((None, j % 5, slice(None, None, -2)), (None, xp.asarray(j % 5), slice(None, None, -2))),
     ]:
         _eq(x[key_xp], a[key_np])
     t = xp.permute_dims(x, (2, 0, 1))  # non-collapsible indexed dims read via a copy

@@ -340,7 +340,10 @@ class EmbeddingBagPlan(_SegBase):
             A = acc_dtype(d.dtype)
             tw = self._tmp(ws, "w", (d.n_indices,), A, dev)
             if d.n_indices:
-                self._ew("cast", [p], tw, d.dtype, st, out_dtype=A)
+                if A == d.dtype:
+                    self._ew("copy", [p], tw, A, st)
+                else:
+                    self._ew("cast", [p], tw, d.dtype, st, out_dtype=A)
             wptr = tw.ptr
             flags |= spec.F_W
         if d.mode == "max":
@@ -448,7 +451,10 @@ class EmbeddingBagBackwardPlan(_SegBase):
         pswp = 0
         if p is not None and n:
             tp = self._tmp(ws, "psw", (n,), A, dev)
-            self._ew("cast", [p], tp, d.dtype, st, out_dtype=A)
+            if A == d.dtype:
+                self._ew("copy", [p], tp, A, st)
+            else:
+                self._ew("cast", [p], tp, d.dtype, st, out_dtype=A)
             pswp = tp.ptr
             bflags |= 1
         ix = d.index.short
