@@ -289,3 +289,107 @@ def test_embedding_and_segments():
     np.testing.assert_allclose(got, s / np.maximum(cnt, 1)[:, None], rtol=1e-5, atol=1e-6)
     with pytest.raises(IndexError):
         xp.segment_sum(xp.asarray(data), xp.asarray(np.full(30, 7)), 7)
+
+
+# ------------------------------------------------------------------ property tests (hypothesis)
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_PROP = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+_PROP_DT = [np.bool_, np.int8, np.int64, np.float16, np.float32, np.complex64]
+
+
+@st.composite
+def _arrays(draw, min_dims=1, max_dims=4, min_side=0):
+    shape = tuple(draw(st.lists(st.integers(min_side, 6), min_size=min_dims, max_size=max_dims)))
+    npd = draw(st.sampled_from(_PROP_DT))
+    seed = draw(st.integers(0, 2**31 - 1))
+    a = _data(npd, shape, np.random.default_rng(seed))
+    # a strided / reversed view half the time
+    view = draw(st.sampled_from(["dense", "flip", "transpose"]))
+    x = xp.asarray(a)
+    if view == "flip" and a.ndim:
+        return xp.flip(x, axis=0), np.flip(a, 0), seed
+    if view == "transpose" and a.ndim >= 2:
+        rev = tuple(range(a.ndim))[::-1]
+        return xp.permute_dims(xp.asarray(np.ascontiguousarray(a.transpose(rev))), rev), a, seed
+    return x, a, seed
+
+
+@_PROP
+@given(_arrays(), st.data())
+def test_prop_take_take_along_axis(arr, data):
+    x, a, seed = arr
+    rng = np.random.default_rng(seed + 1)
+    axis = data.draw(st.integers(-a.ndim, a.ndim - 1))
+    n = a.shape[axis]
+    k = data.draw(st.integers(0, 7))
+    if n == 0:
+        k = 0
+    idx = rng.integers(-n, max(n, 1), k) if n else np.zeros(0, np.int64)
+    _eq(xp.take(x, xp.asarray(idx), axis=axis), np.take(a, idx, axis=axis))
+    ishape = list(a.shape)
+    ishape[axis] = k
+    ti = rng.integers(-n, max(n, 1), ishape) if n else np.zeros(ishape, np.int64)
+    _eq(xp.take_along_axis(x, xp.asarray(ti), axis=axis), np.take_along_axis(a, ti, axis=axis))
+
+
+@_PROP
+@given(_arrays(), st.data())
+def test_prop_concat_roll_pad(arr, data):
+    x, a, seed = arr
+    axis = data.draw(st.integers(-a.ndim, a.ndim - 1))
+    _eq(xp.concat([x, x, x[:0] if a.shape and axis % a.ndim == 0 else x], axis=axis),
+        np.concatenate([a, a, a[:0] if a.shape and axis % a.ndim == 0 else a], axis=axis))
+    shift = data.draw(st.integers(-20, 20))
+    _eq(xp.roll(x, shift, axis=axis), np.roll(a, shift, axis=axis))
+    _eq(xp.roll(x, shift), np.roll(a, shift))
+    lo, hi = data.draw(st.integers(0, 3)), data.draw(st.integers(0, 3))
+    pairs = [(0, 0)] * a.ndim
+    pairs[axis] = (lo, hi)
+    _eq(xp.pad(x, tuple(pairs)), np.pad(a, pairs))
+    if a.shape[axis] > max(lo, hi):
+        _eq(xp.pad(x, tuple(pairs), mode="reflect"), np.pad(a, pairs, mode="reflect"))
+    if a.shape[axis]:
+        _eq(xp.pad(x, tuple(pairs), mode="circular"), np.pad(a, pairs, mode="wrap"))
+        _eq(xp.pad(x, tuple(pairs), mode="replicate"), np.pad(a, pairs, mode="edge"))
+
+
+@_PROP
+@given(_arrays(min_dims=1, max_dims=3), st.data())
+def test_prop_getitem_setitem(arr, data):
+    x, a, seed = arr
+    rng = np.random.default_rng(seed + 2)
+    m = rng.integers(0, 2, a.shape[:data.draw(st.integers(1, a.ndim))]).astype(bool)
+    _eq(x[xp.asarray(m)], a[m])
+    if all(a.shape):
+        keys = tuple(rng.integers(-n, n, (3,)) for n in a.shape)
+        _eq(x[tuple(xp.asarray(k) for k in keys)], a[keys])
+        _eq(x[(slice(None),) + tuple(xp.asarray(k) for k in keys[1:])],
+            a[(slice(None),) + keys[1:]])
+    y = xp.asarray(a)            # a dense, writable copy
+    ref = a.copy()
+    v = _data(a.dtype.type, (), rng)
+    y[xp.asarray(m)] = v.item()
+    ref[m] = v
+    _eq(y, ref)
+
+
+@_PROP
+@given(st.integers(0, 40), st.integers(1, 9), st.integers(1, 5), st.booleans(), st.integers(0, 99))
+def test_prop_segment_sum_max(n, nseg, cols, sort_ids, seed):
+    rng = np.random.default_rng(seed)
+    data = rng.standard_normal((n, cols)).astype(np.float32)
+    ids = rng.integers(0, nseg, n)
+    if sort_ids:
+        ids = np.sort(ids)
+    ref = np.zeros((nseg, cols))
+    np.add.at(ref, ids, data.astype(np.float64))
+    got = xp.segment_sum(xp.asarray(data), xp.asarray(ids), nseg,
+                         indices_are_sorted=sort_ids).to_numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+    mx = np.full((nseg, cols), -np.inf)
+    np.maximum.at(mx, ids, data.astype(np.float64))
+    got = xp.segment_max(xp.asarray(data), xp.asarray(ids), nseg,
+                         indices_are_sorted=sort_ids).to_numpy()
+    np.testing.assert_array_equal(got, mx.astype(np.float32))

@@ -63,3 +63,22 @@ __all__ = [
     "ReduceToPlan", "BoolReduceDescriptor", "BoolReducePlan", "CountReducePlan",
     "StatReducePlan", "TraceDescriptor", "TracePlan", "ReduceBackwardArgs", "ReduceBackwardDescriptor", "ReduceBackwardPlan",
 ] + list(_channel_norm.__all__) + list(_ew_families.__all__)
+
+# layout, indexing, embedding and segment families: every public Descriptor / Args / Plan class
+# defined in these modules is exported by name
+from . import embedding as _embedding, indexing as _indexing, layout as _layout  # noqa: E402
+from . import pad as _pad, segment as _segment  # noqa: E402
+
+
+def _export(*modules) -> None:
+    for m in modules:
+        for name, obj in sorted(vars(m).items()):
+            if (isinstance(obj, type) and obj.__module__ == m.__name__ and not name.startswith("_")
+                    and name.endswith(("Plan", "Descriptor", "Args"))):
+                globals()[name] = obj
+                __all__.append(name)
+
+
+_export(_layout, _pad, _indexing, _embedding, _segment)
+__all__ += ["contiguize"]
+from .layout import contiguize  # noqa: E402,F401
