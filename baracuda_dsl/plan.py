@@ -104,6 +104,57 @@ def resolve_pref(pref: Optional[PlanPreference]) -> PlanPreference:
     return pref
 
 
+def check_select(desc, pref: Optional[PlanPreference], desc_type, who: str,
+                 article: str = "a") -> PlanPreference:
+    """The checks every ``select`` opens with: the resolved preference, after requiring
+    ``desc`` to be a ``desc_type`` (InvalidProblemError "``who`` needs ``article``
+    ``desc_type``, got ...")."""
+    pref = resolve_pref(pref)
+    if not isinstance(desc, desc_type):
+        raise InvalidProblemError(f"{who} needs {article} {desc_type.__name__}, got "
+                                  f"{type(desc).__name__}")
+    return pref
+
+
+def new_plan(cls, desc, pref: PlanPreference):
+    """A bare ``cls(desc, pref, None)`` (SKU set later by the caller) with ``_arch`` resolved
+    from the preference (:func:`plan_arch`)."""
+    plan = cls(desc, pref, None)
+    plan._arch = plan_arch(pref)
+    return plan
+
+
+def begin_select(cls, desc, pref: Optional[PlanPreference], desc_type, who: Optional[str] = None,
+                 article: str = "a"):
+    """:func:`check_select` then :func:`new_plan`: the plan a ``select`` goes on to fill in
+    (``who`` defaults to ``cls.__name__``)."""
+    return new_plan(cls, desc, check_select(desc, pref, desc_type, who or cls.__name__, article))
+
+
+class ViewsPlan(Plan):
+    """Shared Args path of plans whose ``_views(args)`` checks the Args and returns the views
+    that ``_run_views(*views, stream)`` launches on; empty when ``self._n == 0``."""
+
+    def is_empty(self) -> bool:
+        return self._n == 0
+
+    def can_implement(self, args) -> None:
+        self._views(args)
+
+    def run(self, args, stream=None, workspace=None) -> None:
+        views = self._views(args)
+        self.check_workspace(workspace)
+        if self.is_empty():
+            return
+        self._run_views(*views, stream_handle(stream))
+
+    def _views(self, args):
+        raise NotImplementedError
+
+    def _run_views(self, *views_and_stream) -> None:
+        raise NotImplementedError
+
+
 def plan_arch(pref: PlanPreference) -> ArchSku:
     """The arch a plan selects for: the preference's override or the current device's."""
     from .runtime.device import resolve_arch
