@@ -32,7 +32,7 @@ def test_validation():
     with pytest.raises(bd.InvalidProblemError):
         SegmentDescriptor((4,), 2, "sum", "f32", sorted=1)
     with pytest.raises(bd.UnsupportedError):
-        SegmentBackwardPlan.select(SegmentDescriptor((4, 3), 2, "prod", "f32"), PREF)
+        SegmentBackwardPlan.select(SegmentDescriptor((4, 3), 2, "prod", "int32"), PREF)
     with pytest.raises(bd.InvalidProblemError):
         IndexAddDescriptor((4, 3), 2, 5, "f32")
     with pytest.raises(bd.InvalidProblemError):
@@ -187,6 +187,160 @@ def test_flags_distinct():
     fl = [spec.F_PERM, spec.F_KEYS, spec.F_W, spec.F_ACC, spec.F_ARGOUT, spec.F_STATUS,
           spec.F_WRAP, spec.F_PAD_ROW, spec.F_PAD_SEG, spec.F_ARGIN, spec.F_ZERO_EMPTY]
     assert len(set(fl)) == len(fl) and all(f & (f - 1) == 0 for f in fl)
+
+
+# ------------------------------------------------------------------ prod backward
+_ACC = {"f32": "f32", "f16": "f32", "bf16": "f32", "f64": "f64"}
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16", "bf16", "f64"])
+@pytest.mark.parametrize("sorted_", [False, True])
+def test_prod_backward_select_and_workspace(dt, sorted_):
+    from baracuda_dsl.plan import align_up as a
+
+    N, C, S = 1000, 6, 17
+    p = SegmentBackwardPlan.select(SegmentDescriptor((N, C), S, "prod", dt, sorted=sorted_),
+                                   PREF)
+    k = dict(p.sku().knobs)
+    assert k == dict(op="sum", dtype=_ACC[dt]) and p.sku().template == "segment_bw"
+    assert p.precision_guarantee().deterministic
+    c = 8 if dt == "f64" else 4
+    pipe = a(4 * N) + (0 if sorted_ else a(4 * N) + a(8 * N)) + a(8 * (S + 1))
+    tmp = a(N * C) + 3 * a(N * C * c) + (2 if dt in ("f32", "f64") else 3) * a(S * C * c)
+    assert p.workspace_size() == pipe + tmp   # n <= 4096: no radix scratch
+
+
+def _fake_run(monkeypatch, arch, dt, N, C, S, sorted_, dx_row_stride=None):
+    """Run the prod backward with fake device views and a recording ``Plan._kernel``: every
+    launch's (template, knobs, argument count, grid)."""
+    from baracuda_dsl import dtypes as D, plan as planmod
+    from baracuda_dsl.jit import freeze_knobs
+    from baracuda_dsl.plans.segment import SegmentBackwardArgs
+    from baracuda_dsl.tensor import TensorView, contiguous_strides
+    from baracuda_dsl.vocabulary import Workspace
+
+    rec = []
+
+    class _Launch:
+        def __init__(self, t, k):
+            self.t, self.k = t, k
+
+        def launch(self, grid, args, stream):
+            rec.append((self.t.name, self.k, len(args), tuple(grid)))
+
+    monkeypatch.setattr(planmod.Plan, "_kernel",
+                        lambda self, t, knobs, dev: _Launch(t, freeze_knobs(knobs)))
+    nxt = [1 << 32]
+
+    def tv(shape, dtype, strides=None):
+        ptr = nxt[0]
+        nxt[0] += 1 << 28
+        return TensorView._trusted(ptr, shape, strides or contiguous_strides(shape), dtype, 0,
+                                   None)
+
+    d = D.dtype(dt)
+    pref = bd.PlanPreference(arch=arch)
+    plan = SegmentBackwardPlan.select(SegmentDescriptor((N, C), S, "prod", d, sorted=sorted_),
+                                      pref)
+    dx = tv((N, C), d, None if dx_row_stride is None else (dx_row_stride, 1))
+    plan.run(SegmentBackwardArgs(tv((N, C), d), tv((N,), D.int64), None, tv((S, C), d), dx),
+             workspace=Workspace(1 << 40, plan.workspace_size()))
+    return rec
+
+
+@pytest.mark.parametrize("arch", [bd.ArchSku.SM80, bd.ArchSku.SM90A])
+@pytest.mark.parametrize("dt", ["f32", "f16", "bf16", "f64"])
+def test_prod_backward_launches_are_prebuilt_skus(monkeypatch, arch, dt):
+    """Every kernel the prod-backward composite launches (id pipeline, sort, segment sum /
+    prod, the per-row gather, the elementwise steps) is a SKU of its template's declared space
+    for the arch, with the template's argument count."""
+    from baracuda_dsl.jit import get_template
+
+    acc = _ACC[dt]
+    for N, C, S, srt, rs in ((5000, 6, 17, False, None), (300, 64, 9, True, None),
+                             (300, 64, 9, False, 80), (7, 3, 0, False, None),
+                             (40, 1, 100, True, None)):
+        rec = _fake_run(monkeypatch, arch, dt, N, C, S, srt, rs)
+        assert rec
+        for name, knobs, nargs, grid in rec:
+            t = get_template(name)
+            assert knobs in set(t.skus(arch.value)), (name, knobs)
+            assert nargs == len(t.params), (name, nargs)
+            assert all(g >= 1 for g in grid), (name, grid)
+        ew = {(dict(k)["op"], dict(k)["dtype"], dict(k).get("out")) for n, k, _, _ in rec
+              if n == "elementwise"}
+        want = {("equal", dt, None), ("where", acc, None), ("cast", "bool", acc),
+                ("add", acc, None), ("equal", acc, None), ("divide", acc, None)}
+        if S:
+            want.add(("multiply", acc, None))
+        if dt != acc:
+            want |= {("cast", dt, acc), ("cast", acc, dt)}
+        assert ew == want, ew
+        red = {(dict(k)["op"], dict(k)["dtype"]) for n, k, _, _ in rec
+               if n == "segment_reduce"}
+        assert red == (set() if S == 0 else {("sum", acc), ("prod", acc)})
+        gat = [dict(k) for n, k, _, _ in rec if n == "segment_bw"]
+        assert gat == [dict(op="sum", dtype=acc)] * 2
+        assert any(n.startswith("radix") for n, *_ in rec) == (not srt and N > 4096)
+        if rs is not None:   # strided dx: the last step writes it on a strided path
+            assert dict(rec[-1][1])["path"] in ("s4", "v4")
+
+
+def _prod_bw_emulated(x, ids, dy, S, ct):
+    """numpy emulation of the composite, step by step in the accumulator dtype ``ct``."""
+    keys, _ = _keys(ids, S)
+    mask = x == 0
+    a = np.where(mask, ct(1), x.astype(ct))
+    b = mask.astype(ct)
+    pz = np.zeros((S,) + x.shape[1:], ct)
+    pp = np.ones((S,) + x.shape[1:], ct)
+    for k in range(len(x)):        # in increasing k, like the kernel over the sorted rows
+        if keys[k] < S:
+            pz[keys[k]] += b[k]
+            pp[keys[k]] *= a[k]
+    pz = pz + ct(1)
+    pp = pp * dy.astype(ct)
+    b = b + ct(1)
+    ok = keys < S
+    gz = np.where(ok[:, None], pz[np.minimum(keys, max(S - 1, 0))], ct(0)) if S else \
+        np.zeros_like(b)
+    cond = gz == b
+    gq = np.where(ok[:, None], pp[np.minimum(keys, max(S - 1, 0))], ct(0)) if S else \
+        np.zeros_like(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = gq / a
+    return np.where(cond, t, ct(0))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_prod_backward_emulated_vs_torch(seed):
+    """The composite's formula (emulated in numpy) equals torch's scatter_reduce prod
+    backward (float64 autograd): segments with 0, 1, 2+ zeros, empty segments, bad ids."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(seed)
+    N, C, S = 200, 5, 23
+    x = rng.choice([-1.0, 1.0], (N, C)) * np.exp(0.3 * rng.standard_normal((N, C)))
+    ids = rng.integers(-S, S + 3, N)
+    ids[:3] = [S + 1, -S - 2, S]            # bad
+    w = np.where(ids < 0, ids + S, ids)
+    ok = (w >= 0) & (w < S)
+    for s, nz in ((0, 1), (1, 2), (2, 3)):   # segments with 1, 2, 3 zeros per column
+        rows = np.nonzero(ok & (w == s))[0]
+        x[rows[:nz], :] = 0.0
+    x[rng.random((N, C)) < 0.03] = 0.0
+    x[~ok] = 0.0                               # bad rows: zero data must still give 0
+    dy = rng.standard_normal((S, C))
+    got = _prod_bw_emulated(x, ids, dy, S, np.float64)
+    xt = torch.tensor(x[ok], requires_grad=True)
+    idx = torch.tensor(w[ok])[:, None].expand(-1, C)
+    out = torch.zeros(S, C, dtype=torch.float64).scatter_reduce(0, idx, xt, "prod",
+                                                                include_self=False)
+    out.backward(torch.tensor(dy))
+    ref = np.zeros((N, C))
+    ref[ok] = xt.grad.numpy()
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-300)
+    got32 = _prod_bw_emulated(x.astype(np.float32), ids, dy.astype(np.float32), S, np.float32)
+    assert np.linalg.norm(got32 - ref) / np.linalg.norm(ref) < 1e-5
 
 
 @pytest.mark.parametrize("arch", [bd.ArchSku.SM80, bd.ArchSku.SM89, bd.ArchSku.SM90A])

@@ -1,7 +1,7 @@
 """Segment reductions, index_add, embedding and embedding_bag (forward + backward) on the GPU
 against float64 numpy / torch references: sorted / unsorted ids, empty segments, bad ids
 (skipped, status word 1), odd and strided shapes, padding_idx, per_sample_weights, bit-identical
-reruns."""
+reruns; the prod backward (zero-safe composite) against float64 autograd."""
 
 import numpy as np
 import pytest
@@ -229,6 +229,138 @@ def test_segment_backward(op, dtype):
             plan.run(SegmentBackwardArgs(data.cuda(), ids.cuda(), out, dy.cuda(), dx2, am),
                      workspace=_ws(torch, plan))
             assert torch.equal(dx, dx2)
+
+
+PROD_TOL = {"float32": 1e-5, "float64": 1e-12, "bfloat16": 2e-2, "float16": 4e-3}
+
+
+def _prod_data(torch, gen, shape, S, tdt, sorted_):
+    """Random ±e^(0.3·N(0,1)) data with zeros planted: (segment 0: one zero row, segment 1:
+    two, segment 2: three; column 0 of segment 3 one zero; 3 % random zeros), ids with empty
+    segments and bad ids (sorted: non-decreasing, the bad ones last)."""
+    N = shape[0]
+    x = torch.randn(shape, generator=gen, dtype=torch.float64).mul(0.3).exp()
+    x = x * (torch.randint(0, 2, shape, generator=gen) * 2 - 1)
+    if S:
+        ids = torch.randint(-S, S, (N,), generator=gen)
+        if N > 8:
+            ids[:2] = torch.tensor([S + 1, -S - 3])      # bad
+        if sorted_:
+            w = torch.where(ids < 0, ids + S, ids)
+            w = torch.where((w >= 0) & (w < S), w, torch.full_like(w, S + 1))
+            ids = torch.sort(w).values
+    else:
+        ids = torch.full((N,), 3, dtype=torch.int64)
+    w = torch.where(ids < 0, ids + S, ids)
+    ok = (w >= 0) & (w < S)
+    for s, nz in ((0, 1), (1, 2), (2, 3)):
+        rows = torch.nonzero(ok & (w == s)).flatten()
+        x[rows[:nz]] = 0.0
+    rows = torch.nonzero(ok & (w == 3)).flatten()
+    if rows.numel() and x.dim() > 1:
+        x[rows[-1], 0] = 0.0
+    x[torch.rand(shape, generator=gen) < 0.03] = 0.0
+    return x.to(tdt), ids
+
+
+def _prod_bw_ref(torch, x, ids, dy, S):
+    """float64 torch autograd of scatter_reduce(prod, include_self=False); bad ids → 0."""
+    N = x.shape[0]
+    C = int(np.prod(x.shape[1:], dtype=np.int64))
+    x64 = x.double().reshape(N, C)
+    w = torch.where(ids < 0, ids + S, ids)
+    ok = (w >= 0) & (w < S)
+    xo = x64[ok].clone().requires_grad_(True)
+    out = torch.zeros(S, C, dtype=torch.float64).scatter_reduce(
+        0, w[ok][:, None].expand(-1, C), xo, "prod", include_self=False)
+    out.backward(dy.double().reshape(S, C))
+    ref = torch.zeros(N, C, dtype=torch.float64)
+    ref[ok] = xo.grad
+    return ref.reshape(x.shape).numpy(), bool((~ok).any())
+
+
+def _prod_bw_manual(x, ids, dy, S):
+    """float64 loop: dx[k] = dy[s] · ∏ of the other rows of segment s (0 for a bad id)."""
+    x, dy = np.asarray(x, np.float64), np.asarray(dy, np.float64)
+    w = np.where(ids < 0, ids + S, ids)
+    ok = (w >= 0) & (w < S)
+    ref = np.zeros_like(x)
+    for s in range(S):
+        rows = np.nonzero(ok & (w == s))[0]
+        for i, k in enumerate(rows):
+            ref[k] = dy[s] * np.prod(np.delete(x[rows], i, axis=0), axis=0)
+    return ref
+
+
+def _rel(got, ref):
+    got, ref = np.asarray(got, np.float64), np.asarray(ref, np.float64)
+    assert got.shape == ref.shape and np.isfinite(got).all(), (got.shape, ref.shape)
+    return np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-300)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64", "float16"])
+@pytest.mark.parametrize("sorted_", [False, True])
+def test_segment_backward_prod(dtype, sorted_):
+    """prod backward (composite) vs float64 autograd: segments with 0 / 1 / 2 / 3 zeros,
+    empty segments, bad ids (dx 0, status 1), 3-d data, strided dx and data, no segments."""
+    torch = pytest.importorskip("torch")
+    from baracuda_dsl.plans.segment import (SegmentBackwardArgs, SegmentBackwardPlan,
+                                            SegmentDescriptor)
+
+    gen = torch.Generator().manual_seed(7)
+    tdt = getattr(torch, dtype)
+    for shape, S in (((500, 9), 31), ((64, 256), 7), ((10, 1), 20), ((300, 3, 5), 40),
+                     ((2000, 33), 50), ((0, 4), 3), ((7, 3), 0)):
+        x, ids = _prod_data(torch, gen, shape, S, tdt, sorted_)
+        dy = torch.randn((S,) + shape[1:], generator=gen).to(tdt)
+        ref, bad = _prod_bw_ref(torch, x, ids, dy, S)
+        if shape[0] <= 500:   # the autograd reference is the exact derivative
+            np.testing.assert_allclose(ref, _prod_bw_manual(x.double().numpy(), ids.numpy(),
+                                                            dy.double().numpy(), S),
+                                       rtol=1e-12, atol=1e-300)
+        plan = SegmentBackwardPlan.select(SegmentDescriptor(shape, S, "prod", dtype,
+                                                            sorted=sorted_))
+        ws = _ws(torch, plan)
+        dx = torch.full(shape, float("nan"), dtype=tdt, device="cuda")
+        st = _status(torch)
+        xd, idd, dyd = x.cuda(), ids.cuda(), dy.cuda()
+        plan.run(SegmentBackwardArgs(xd, idd, None, dyd, dx, status=st), workspace=ws)
+        got = dx.cpu().double().numpy()
+        if shape[0] * int(np.prod(shape[1:])):
+            assert int(st.item()) == int(bad)
+            assert _rel(got, ref) <= PROD_TOL[dtype], (shape, S, _rel(got, ref))
+            w = np.where(ids.numpy() < 0, ids.numpy() + S, ids.numpy())
+            assert not got[(w < 0) | (w >= S)].any()           # bad-id rows: exactly 0
+        dx2 = torch.full(shape, float("nan"), dtype=tdt, device="cuda")
+        plan.run(SegmentBackwardArgs(xd, idd, None, dyd, dx2), workspace=ws)
+        assert torch.equal(dx.nan_to_num(7.0), dx2.nan_to_num(7.0))     # bit-identical rerun
+        if len(shape) == 2 and shape[0] and S:
+            # strided operands: data and dx are column slices of wider buffers
+            N, C = shape
+            xw = torch.zeros(N, 2 * C, dtype=tdt, device="cuda")
+            xw[:, ::2] = xd
+            big = torch.full((N, C + 3), float("nan"), dtype=tdt, device="cuda")
+            plan.run(SegmentBackwardArgs(xw[:, ::2], idd, None, dyd, big[:, 1:C + 1]),
+                     workspace=ws)
+            assert torch.equal(big[:, 1:C + 1], dx)
+            assert big[:, 0].isnan().all() and big[:, C + 1:].isnan().all()
+
+
+def test_segment_backward_prod_exact_small():
+    """Hand-checked values: z = 0, 1, 2 zeros in a column, a bad id, an empty segment."""
+    torch = pytest.importorskip("torch")
+    from baracuda_dsl.plans.segment import (SegmentBackwardArgs, SegmentBackwardPlan,
+                                            SegmentDescriptor)
+
+    x = torch.tensor([[2., 0.], [3., 0.], [0., 5.], [4., 0.], [9., 9.]], device="cuda")
+    ids = torch.tensor([0, 0, 1, 0, 7], device="cuda")
+    dy = torch.tensor([[1., 2.], [3., 4.], [5., 6.]], device="cuda")
+    dx = torch.full_like(x, float("nan"))
+    plan = SegmentBackwardPlan.select(SegmentDescriptor((5, 2), 3, "prod", "float32"))
+    st = _status(torch)
+    plan.run(SegmentBackwardArgs(x, ids, None, dy, dx, status=st), workspace=_ws(torch, plan))
+    assert dx.cpu().tolist() == [[12., 0.], [8., 0.], [3., 4.], [6., 0.], [0., 0.]]
+    assert int(st.item()) == 1
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64", "int64"])

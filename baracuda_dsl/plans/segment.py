@@ -25,14 +25,23 @@ unspecified result (each segment receives a subset of its rows) but never an out
 / count; max / min → dy[s] flows only to the first-occurrence extreme row of each (segment,
 column) (the Args' ``argmax`` from the forward, else recomputed; torch segment_reduce splits
 ties evenly and jax gives every tied row the gradient — here the first row gets all); rows
-with a bad id get 0.  prod backward: UnsupportedError (not wired).
+with a bad id get 0.  prod → exact and zero-safe like torch (prod / scatter_reduce backward):
+with z_s the number of zeros and p_s the product of the non-zero rows of segment s (per
+column), dx[k] = dy[s]·p_s / x[k] if z_s = 0; dy[s]·p_s if z_s = 1 and x[k] = 0; else 0.  It is
+a composite of existing kernels (no prod-specific kernel): mask = (x == 0); a = where(mask, 1,
+x) and b = mask in the accumulator dtype; z + 1 = segment sum of b, plus 1; q = dy · (segment
+prod of a); per row (the sum backward's gather, 0 for a bad id) g_z and g_q; dx = where(g_z
+== b + 1, g_q / a, 0) (the test is false for bad-id rows, whose gathered z + 1 is 0).  f16 /
+bf16 are computed in float32 (one rounding at the end), f64 in float64.
 
 ``IndexAddPlan``: out[o, index[i], r] += alpha · src[o, i, r] (torch.index_add_) along ``axis``;
 sort-based segment sum of src rows accumulated into out (each out row read and written once).
 
 Workspace (``workspace_size()``): int32 keys (and sorted keys), int64 permutation, int64
 offsets (num_segments + 1), the sort's scratch and, for the backward of max / min without a
-saved ``argmax``, an out-sized temporary and an int64 argmax.  Segment balance: one thread group
+saved ``argmax``, an out-sized temporary and an int64 argmax; for the prod backward a bool
+data-sized mask, three data-sized and two (halves: three) out-sized accumulator-dtype
+temporaries (see ``SegmentBackwardPlan``).  Segment balance: one thread group
 per segment, so a single huge segment runs serially (correct but slow).
 """
 
@@ -41,7 +50,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple
 
-from ..dtypes import DType, dtype as as_dtype, float32, int32, int64
+from ..dtypes import DType, bool_ as bool_dt, dtype as as_dtype, float32, int32, int64
 from ..errors import InvalidProblemError, UnsupportedError
 from ..plan import check_dtype, collapse_dims, plan_arch, prod, resolve_pref, view_arg
 from ..tensor import TensorView, check_shape
@@ -347,7 +356,8 @@ class SegmentPlan(_SegBase):
 @dataclass
 class SegmentBackwardArgs:
     """data, ids, out: the forward's operands (out is optional and only shape-checked; data is
-    needed by max / min, which recompute the argmax unless the forward's ``argmax`` is given);
+    needed by prod and by max / min, which recompute the argmax unless the forward's ``argmax``
+    is given);
     dy: out's shape; dx: data's shape (any strides, written fully); status: optional bad-id
     word."""
 
@@ -361,7 +371,20 @@ class SegmentBackwardArgs:
 
 
 class SegmentBackwardPlan(SegmentPlan):
-    """dx of a SegmentPlan forward (see the module doc); prod: UnsupportedError."""
+    """dx of a SegmentPlan forward (see the module doc): sum / mean / max / min through the
+    ``segment_bw`` gather kernel; prod as a composite (float dtypes only):
+
+        mask = (x == 0)                              elementwise equal → bool
+        a    = where(mask, 1, x)                     (x cast to the accumulator dtype first)
+        b    = mask as the accumulator dtype          elementwise cast
+        z1   = segment_sum(b) + 1,  q = dy · segment_prod(a)     (segment_reduce, per segment)
+        dx   = where(gather(z1) == b + 1, gather(q) / a, 0)     (segment_bw sum gather per row)
+
+    i.e. dy·p/x without zeros in the (segment, column), dy·p (p: product of the non-zero rows)
+    for the single zero, 0 elsewhere and for rows with a bad id.  Workspace (prod): the id
+    pipeline (keys, sort, offsets) + a bool mask, three data-sized and two (f16 / bf16: three)
+    out-sized accumulator-dtype temporaries.  Precision: float32 for f16 / bf16 / f32, float64
+    for f64; deterministic."""
 
     @classmethod
     def select(cls, desc: SegmentDescriptor, pref=None) -> "SegmentBackwardPlan":
@@ -369,9 +392,6 @@ class SegmentBackwardPlan(SegmentPlan):
         if not isinstance(desc, SegmentDescriptor):
             raise InvalidProblemError(f"SegmentBackwardPlan needs a SegmentDescriptor, got "
                                       f"{type(desc).__name__}")
-        if desc.op == "prod":
-            raise UnsupportedError("SegmentBackward: prod backward is not wired; wired: sum, "
-                                   "mean, max, min")
         if desc.dtype not in _FLOATS:
             raise UnsupportedError(f"SegmentBackward: dtype {desc.dtype.name} is not wired; "
                                    f"wired: float32, float16, bfloat16, float64")
@@ -388,15 +408,34 @@ class SegmentBackwardPlan(SegmentPlan):
         if ext:
             plan._slot("tout", prod(desc.out_shape) * desc.dtype.itemsize)
             plan._slot("targ", prod(desc.out_shape) * 8)
+        ct = acc_dtype(desc.dtype)
+        if desc.op == "prod":
+            E, F = prod(desc.shape), prod(desc.out_shape)
+            plan._slot("pmask", E)
+            for name in ("pa", "pb", "pg"):
+                plan._slot(name, E * ct.itemsize)
+            plan._slot("pz", F * ct.itemsize)
+            plan._slot("pp", F * ct.itemsize)
+            if desc.dtype is not ct:
+                plan._slot("pq", F * ct.itemsize)
         plan._ws = plan._off + plan._sub_size()
         from ..jit import freeze_knobs
 
         bop = "arg" if ext else desc.op
+        if desc.op == "prod":   # the per-row gather (accumulator dtype) of the composite
+            return plan._prod_sku(freeze_knobs(dict(op="sum", dtype=ct.short)))
         plan._sku = KernelSku(OpCategory.SEGMENT, f"segment_{desc.op}_bw", desc.dtype,
                               plan._arch, BackendKind.CUTE_DSL, _pg(desc.dtype),
                               aux_element=desc.index, template=spec.SEGMENT_BW.name,
                               knobs=freeze_knobs(dict(op=bop, dtype=desc.dtype.short)))
         return plan
+
+    def _prod_sku(self, knobs) -> "SegmentBackwardPlan":
+        d = self.desc
+        self._sku = KernelSku(OpCategory.SEGMENT, "segment_prod_bw", d.dtype, self._arch,
+                              BackendKind.CUTE_DSL, _pg(d.dtype), aux_element=d.index,
+                              template=spec.SEGMENT_BW.name, knobs=knobs)
+        return self
 
     def is_empty(self) -> bool:
         return prod(self.desc.shape) == 0
@@ -406,7 +445,7 @@ class SegmentBackwardPlan(SegmentPlan):
         ids = view_arg(args.ids, "ids", shape=(d.shape[0],), dtype=d.index)
         dev = ids.device
         data = view_arg(args.data, "data", shape=d.shape, dtype=d.dtype, device=dev,
-                        optional=d.op not in ("max", "min"))
+                        optional=d.op not in ("max", "min", "prod"))
         view_arg(args.out, "out", shape=d.out_shape, dtype=d.dtype, device=dev, optional=True)
         dy = view_arg(args.dy, "dy", shape=d.out_shape, dtype=d.dtype, device=dev)
         dx = view_arg(args.dx, "dx", shape=d.shape, dtype=d.dtype, device=dev)
@@ -435,6 +474,9 @@ class SegmentBackwardPlan(SegmentPlan):
         n, S = d.shape[0], d.num_segments
         dev = ids.device
         keys = self._run_keys(ids, n, S, status, ws, st)
+        if d.op == "prod":
+            self._run_prod(data, dy, dx, keys, ws, st)
+            return
         off_ptr, arg_ptr = 0, 0
         if d.op in ("max", "min"):
             if arg is None:
@@ -457,6 +499,59 @@ class SegmentBackwardPlan(SegmentPlan):
         self._run_bw(bop, d.dtype, dy=dy.ptr, keys=keys.ptr, off=off_ptr, arg=arg_ptr, dx=dx.ptr,
                      n=n, nseg=S, C=prod(d.shape[1:]), dyrs=dyrs, dycs=dycs, dybs=0, dxrs=dxrs,
                      dxcs=dxcs, dxbs=0, B=1, st=st, dev=dev)
+
+    def _run_prod(self, x, dy, dx, keys, ws, st) -> None:
+        """The prod backward composite (see the class doc); ``keys`` from _run_keys."""
+        d = self.desc
+        n, S = d.shape[0], d.num_segments
+        shp, oshp, C = d.shape, d.out_shape, prod(d.shape[1:])
+        dev, dt = keys.device, d.dtype
+        ct = acc_dtype(dt)
+        flags = spec.F_KEYS
+        if self._sortp is not None:
+            skeys, perm = self._run_sort(keys, n, ws, st)
+            flags |= spec.F_PERM
+            pptr = perm.ptr
+        else:
+            skeys, pptr = keys, 0
+        off = self._run_offsets(skeys, n, S, ws, st)
+        mask = self._tmp(ws, "pmask", shp, bool_dt, dev)
+        a = self._tmp(ws, "pa", shp, ct, dev)
+        b = self._tmp(ws, "pb", shp, ct, dev)
+        g = self._tmp(ws, "pg", shp, ct, dev)
+        pz = self._tmp(ws, "pz", oshp, ct, dev)
+        pp = self._tmp(ws, "pp", oshp, ct, dev)
+        self._ew("equal", [x, 0.0], mask, dt, st)
+        if dt is ct:
+            self._ew("where", [mask, 1.0, x], a, ct, st)
+        else:
+            self._ew("cast", [x], a, dt, st, out_dtype=ct)
+            self._ew("where", [mask, 1.0, a], a, ct, st)
+        self._ew("cast", [mask], b, bool_dt, st, out_dtype=ct)
+        red = dict(srs=C, scs=1, sbs=0, ors=C, ocs=1, obs=0, C=C, nseg=S, nofs=S + 1, n=n, m=n,
+                   B=1, off=off.ptr, os=1, flags=flags, st=st, dev=dev, perm=pptr, ps=1,
+                   keys=skeys.ptr)
+        self._run_reduce("sum", ct, "i64", src=b.ptr, out=pz.ptr, **red)
+        self._run_reduce("prod", ct, "i64", src=a.ptr, out=pp.ptr, **red)
+        self._ew("add", [pz, 1.0], pz, ct, st)             # z + 1 (a gathered 0: bad id)
+        if dt is ct:
+            self._ew("multiply", [pp, dy], pp, ct, st)
+        else:
+            q = self._tmp(ws, "pq", oshp, ct, dev)
+            self._ew("cast", [dy], q, dt, st, out_dtype=ct)
+            self._ew("multiply", [pp, q], pp, ct, st)
+        self._ew("add", [b, 1.0], b, ct, st)
+        gat = dict(keys=keys.ptr, off=0, arg=0, n=n, nseg=S, C=C, dyrs=C, dycs=1, dybs=0,
+                   dxrs=C, dxcs=1, dxbs=0, B=1, st=st, dev=dev)
+        self._run_bw("sum", ct, dy=pz.ptr, dx=g.ptr, **gat)
+        self._ew("equal", [g, b], mask, ct, st)            # z == 0, or z == 1 and x == 0
+        self._run_bw("sum", ct, dy=pp.ptr, dx=g.ptr, **gat)
+        self._ew("divide", [g, a], g, ct, st)
+        if dt is ct:
+            self._ew("where", [mask, g, 0.0], dx, ct, st)
+        else:
+            self._ew("where", [mask, g, 0.0], g, ct, st)
+            self._ew("cast", [g], dx, ct, st, out_dtype=dt)
 
 
 # ==================================================================================== index_add
