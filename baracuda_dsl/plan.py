@@ -116,19 +116,21 @@ def check_select(desc, pref: Optional[PlanPreference], desc_type, who: str,
     return pref
 
 
-def new_plan(cls, desc, pref: PlanPreference):
-    """A bare ``cls(desc, pref, None)`` (SKU set later by the caller) with ``_arch`` resolved
-    from the preference (:func:`plan_arch`)."""
+def new_plan(cls, desc, pref: PlanPreference, arch_of):
+    """A bare ``cls(desc, pref, None)`` (SKU set later by the caller) with ``_arch`` =
+    ``arch_of(pref)``: the caller passes its module's :func:`plan_arch`, so that a test which
+    swaps that module attribute still reaches every plan of the module."""
     plan = cls(desc, pref, None)
-    plan._arch = plan_arch(pref)
+    plan._arch = arch_of(pref)
     return plan
 
 
-def begin_select(cls, desc, pref: Optional[PlanPreference], desc_type, who: Optional[str] = None,
-                 article: str = "a"):
+def begin_select(cls, desc, pref: Optional[PlanPreference], desc_type, arch_of,
+                 who: Optional[str] = None, article: str = "a"):
     """:func:`check_select` then :func:`new_plan`: the plan a ``select`` goes on to fill in
     (``who`` defaults to ``cls.__name__``)."""
-    return new_plan(cls, desc, check_select(desc, pref, desc_type, who or cls.__name__, article))
+    pref = check_select(desc, pref, desc_type, who or cls.__name__, article)
+    return new_plan(cls, desc, pref, arch_of)
 
 
 class ViewsPlan(Plan):

@@ -17,8 +17,6 @@ Every result is checked exactly against torch before timing.  "vs torch" = torch
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 
@@ -85,24 +83,11 @@ def _unique_row(torch):
 
 def run(out_dir=None, quick: bool = False, log=print) -> dict:
     torch = H._torch()
-    rows = []
-    for fn in (lambda: _bincount_rows(torch, quick), lambda: [_histc_row(torch)],
-               lambda: [_unique_row(torch)]):
-        res, err = H.safe(fn)
-        if err:
-            rows.append(dict(case="error", error=err))
-            log(f"counting: {err}")
-        else:
-            rows += res
-            for r in res:
-                log(f"counting: {r['case']}: {r['ms']:.3f} ms (torch {r['torch_ms']:.3f}) "
-                    f"ok={r['ok']}")
-    res = dict(rows=rows)
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, "bench_counting.json"), "w") as f:
-            json.dump(res, f, indent=1, default=str)
-    return res
+    rows = H.group_rows("counting", (lambda: _bincount_rows(torch, quick),
+                                     lambda: [_histc_row(torch)], lambda: [_unique_row(torch)]),
+                        lambda r: f"{r['case']}: {r['ms']:.3f} ms (torch {r['torch_ms']:.3f}) "
+                                  f"ok={r['ok']}", log)
+    return H.save_json(dict(rows=rows), out_dir, "bench_counting.json")
 
 
 def markdown(res: dict) -> str:
@@ -117,13 +102,7 @@ def markdown(res: dict) -> str:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out")
-    a = ap.parse_args()
-    H.check_cuda()
-    res = run(a.out, a.quick)
-    print(markdown(res))
+    H.cli_main(__doc__, run, markdown)
 
 
 if __name__ == "__main__":

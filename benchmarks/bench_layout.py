@@ -19,8 +19,6 @@ ours (> 1: ours faster).
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 
@@ -89,21 +87,11 @@ def _case(torch, copy_gbs, kind, shape, arg, dt):
 
 
 def run(out_dir=None, quick=False, log=print):
-    torch = H._torch()
     copy = H.copy_bandwidth()["gbs"]
-    rows = []
-    for c in (QUICK if quick else CASES):
-        r, err = H.safe(_case, torch, copy, *c)
-        rows.append(r or dict(case=c[0], shape="x".join(map(str, c[1])), arg=str(c[2]),
-                              dtype=c[3], error=err))
-        log(f"layout: {rows[-1]}")
-        torch.cuda.empty_cache()
-    res = dict(rows=rows, copy_gbs=copy)
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, "bench_layout.json"), "w") as f:
-            json.dump(res, f, indent=1, default=str)
-    return res
+    rows = H.case_rows("layout", QUICK if quick else CASES, _case,
+                       lambda c, err: dict(case=c[0], shape="x".join(map(str, c[1])),
+                                           arg=str(c[2]), dtype=c[3], error=err), copy, log)
+    return H.save_json(dict(rows=rows, copy_gbs=copy), out_dir, "bench_layout.json")
 
 
 def markdown(res) -> str:
@@ -124,12 +112,7 @@ def markdown(res) -> str:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out")
-    a = ap.parse_args(argv)
-    H.check_cuda()
-    print(markdown(run(a.out, a.quick)))
+    H.cli_main(__doc__, run, markdown, argv)
 
 
 if __name__ == "__main__":

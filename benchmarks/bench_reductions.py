@@ -19,8 +19,6 @@ indices for argmax).  "/ copy" divides model bytes / time by the copy ceiling of
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 
@@ -91,45 +89,23 @@ def _var_case(torch, copy_gbs):
 def run(out_dir=None, quick=False, log=print):
     torch = H._torch()
     copy = H.copy_bandwidth()["gbs"]
-    rows = []
-    for c in (QUICK if quick else CASES):
-        r, err = H.safe(_case, torch, copy, *c)
-        rows.append(r or dict(case=c[0], shape="x".join(map(str, c[1])), dtype=c[4], error=err))
-        log(f"reduce: {rows[-1]}")
-        torch.cuda.empty_cache()
+    rows = H.case_rows("reduce", QUICK if quick else CASES, _case,
+                       lambda c, err: dict(case=c[0], shape="x".join(map(str, c[1])), dtype=c[4],
+                                           error=err), copy, log)
     if not quick:
         r, err = H.safe(_var_case, torch, copy)
         rows.append(r or dict(case="var rows (xp)", shape="32768x4096", dtype="float32",
                               error=err))
         log(f"reduce: {rows[-1]}")
-    res = dict(rows=rows, copy_gbs=copy)
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, "bench_reductions.json"), "w") as f:
-            json.dump(res, f, indent=1, default=str)
-    return res
+    return H.save_json(dict(rows=rows, copy_gbs=copy), out_dir, "bench_reductions.json")
 
 
 def markdown(res) -> str:
-    body = []
-    for r in res["rows"]:
-        if r.get("error"):
-            body.append((r["case"], r["shape"], r["dtype"], "—", "—", "—", "—", "—", r["error"]))
-            continue
-        body.append((r["case"], r["shape"], r["dtype"], H.fmt(r["ms"], ".3f"), f"{r['gbs']:.0f}",
-                     H.fmt(r["frac"]), H.fmt(r["torch_frac"]), H.fmt(r["torch_ms"] / r["ms"]),
-                     ("ok" if r["ok"] else "FAIL") + f" {r['err']:.0e}"))
-    return H.md_table(("case", "shape", "dtype", "ms", "GB/s", "/ copy", "torch / copy",
-                       "vs torch", "check"), body) + "\n"
+    return H.speed_table(res, lambda r: ("ok" if r["ok"] else "FAIL") + f" {r['err']:.0e}")
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out")
-    a = ap.parse_args()
-    H.check_cuda()
-    print(markdown(run(a.out, a.quick)))
+    H.cli_main(__doc__, run, markdown)
 
 
 if __name__ == "__main__":

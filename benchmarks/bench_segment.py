@@ -19,8 +19,6 @@ ours; "of copy" = our GB/s / the device-to-device copy GB/s measured in the same
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 
@@ -120,26 +118,17 @@ def _embedding_bag_row(torch, quick):
 def run(out_dir=None, quick: bool = False, log=print) -> dict:
     torch = H._torch()
     copy = H.copy_bandwidth(2 ** 28 if quick else 2 ** 30)
-    rows = []
-    for fn in (lambda: [_embedding_bw_row(torch, quick)], lambda: _segment_sum_rows(torch, quick),
-               lambda: [_embedding_bag_row(torch, quick)]):
-        res, err = H.safe(fn)
-        if err:
-            rows.append(dict(case="error", error=err))
-            log(f"segment: {err}")
-        else:
-            for r in res:
-                r["of_copy"] = r["gbs"] / copy["gbs"]
-                log(f"segment: {r['case']}: {r['ms']:.3f} ms (torch {r['torch_ms']:.3f}) "
-                    f"{r['gbs']:.0f} GB/s ({100 * r['of_copy']:.0f}% of copy) ok={r['ok']}")
-            rows += res
-        torch.cuda.empty_cache()
-    res = dict(rows=rows, copy_gbs=copy["gbs"])
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, "bench_segment.json"), "w") as f:
-            json.dump(res, f, indent=1, default=str)
-    return res
+
+    def line(r):
+        r["of_copy"] = r["gbs"] / copy["gbs"]
+        return (f"{r['case']}: {r['ms']:.3f} ms (torch {r['torch_ms']:.3f}) "
+                f"{r['gbs']:.0f} GB/s ({100 * r['of_copy']:.0f}% of copy) ok={r['ok']}")
+
+    rows = H.group_rows("segment", (lambda: [_embedding_bw_row(torch, quick)],
+                                    lambda: _segment_sum_rows(torch, quick),
+                                    lambda: [_embedding_bag_row(torch, quick)]),
+                        line, log, empty_cache=True)
+    return H.save_json(dict(rows=rows, copy_gbs=copy["gbs"]), out_dir, "bench_segment.json")
 
 
 def markdown(res: dict) -> str:
@@ -156,13 +145,7 @@ def markdown(res: dict) -> str:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out")
-    a = ap.parse_args(argv)
-    H.check_cuda()
-    res = run(a.out, a.quick)
-    print(markdown(res))
+    H.cli_main(__doc__, run, markdown, argv)
 
 
 if __name__ == "__main__":

@@ -9,13 +9,19 @@
   warm-up, one synchronize at the end.  On a tiny problem this is the pure host cost of the path.
 * :func:`gbs`, :func:`rel_err`, :func:`md_table` — GB/s, ‖out − ref‖/‖ref‖ (NaN-aware) and a
   Markdown table writer.
+* :func:`case_rows`, :func:`group_rows`, :func:`save_json`, :func:`cli_main` — the ``run()`` /
+  ``main()`` plumbing the per-family bench scripts share (rows under :func:`safe`, the JSON
+  file, the ``--quick`` / ``--out`` command line).
 
 Importable without a GPU (torch is imported lazily), so ``--help`` works anywhere.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
+import os
 import statistics
 import time
 from dataclasses import asdict, dataclass
@@ -204,3 +210,76 @@ def bytes_of(*tensors) -> int:
 
 def optional_float(x) -> Optional[float]:
     return None if x is None else float(x)
+
+
+def case_rows(tag: str, cases: Sequence[tuple], case_fn: Callable, error_row: Callable,
+              copy_gbs: float, log=print) -> list:
+    """One row per case: ``case_fn(torch, copy_gbs, *case)`` under :func:`safe`, or
+    ``error_row(case, err)`` when it failed; each row is logged as ``"{tag}: {row}"`` and the
+    CUDA cache emptied after it."""
+    torch = _torch()
+    rows = []
+    for c in cases:
+        r, err = safe(case_fn, torch, copy_gbs, *c)
+        rows.append(r or error_row(c, err))
+        log(f"{tag}: {rows[-1]}")
+        torch.cuda.empty_cache()
+    return rows
+
+
+def group_rows(tag: str, fns: Sequence[Callable], line: Callable, log=print,
+               empty_cache: bool = False) -> list:
+    """The rows of each ``fn()`` (a list of row dicts) under :func:`safe`, in order: a failing
+    ``fn`` gives one ``dict(case="error", error=...)`` row (logged ``"{tag}: {err}"``), each
+    other row is logged as ``"{tag}: " + line(row)`` (``line`` may add fields to the row);
+    ``empty_cache`` empties the CUDA cache after each ``fn``."""
+    rows = []
+    for fn in fns:
+        res, err = safe(fn)
+        if err:
+            rows.append(dict(case="error", error=err))
+            log(f"{tag}: {err}")
+        else:
+            for r in res:
+                log(f"{tag}: {line(r)}")
+            rows += res
+        if empty_cache:
+            _torch().cuda.empty_cache()
+    return rows
+
+
+def speed_table(res: dict, check: Callable) -> str:
+    """The Markdown table of ``res["rows"]`` (case, shape, dtype, ms, GB/s, fraction of copy,
+    torch's fraction, speed-up over torch, ``check(row)``); a row with ``error`` shows dashes and
+    the error."""
+    body = []
+    for r in res["rows"]:
+        if r.get("error"):
+            body.append((r["case"], r["shape"], r["dtype"], "—", "—", "—", "—", "—", r["error"]))
+            continue
+        body.append((r["case"], r["shape"], r["dtype"], fmt(r["ms"], ".3f"), f"{r['gbs']:.0f}",
+                     fmt(r["frac"]), fmt(r["torch_frac"]), fmt(r["torch_ms"] / r["ms"]),
+                     check(r)))
+    return md_table(("case", "shape", "dtype", "ms", "GB/s", "/ copy", "torch / copy",
+                     "vs torch", "check"), body) + "\n"
+
+
+def save_json(res: dict, out_dir: Optional[str], name: str) -> dict:
+    """Write ``res`` to ``out_dir/name`` (indented JSON; nothing without ``out_dir``); returns
+    ``res``."""
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+        with open(os.path.join(out_dir, name), "w") as f:
+            json.dump(res, f, indent=1, default=str)
+    return res
+
+
+def cli_main(doc: str, run: Callable, markdown: Callable, argv=None) -> None:
+    """The command line of a bench script: ``--quick``, ``--out DIR``; needs CUDA; prints
+    ``markdown(run(out, quick))``.  ``doc``'s first line is the description."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out")
+    a = ap.parse_args(argv)
+    check_cuda()
+    print(markdown(run(a.out, a.quick)))

@@ -5,6 +5,7 @@ axis, scatter_add, backward plans vs torch.autograd, masked_fill and one_hot."""
 import pytest
 
 import baracuda_dsl as bd
+from _gpu_helpers import bytes_equal as _bytes_equal, poisoned, rand
 from baracuda_dsl.plans.indexing import (
     GatherAxisArgs, GatherAxisBackwardArgs, GatherAxisBackwardPlan, GatherAxisDescriptor,
     GatherAxisPlan, IndexSelectArgs, IndexSelectDescriptor, IndexSelectPlan,
@@ -27,19 +28,7 @@ def torch():
 
 
 def _rand(torch, shape, dtype, gen):
-    dt = getattr(torch, dtype)
-    if dtype == "bool":
-        return torch.rand(shape, generator=gen, device="cuda") > 0.5
-    if dt.is_complex:
-        return torch.randn(shape, generator=gen, device="cuda", dtype=dt)
-    if dt.is_floating_point:
-        return torch.randn(shape, generator=gen, device="cuda").to(dt)
-    return torch.randint(1, 100, shape, generator=gen, device="cuda").to(dt)
-
-
-def _bytes_equal(torch, a, b):
-    return torch.equal(a.contiguous().reshape(-1).view(torch.uint8),
-                       b.contiguous().reshape(-1).view(torch.uint8))
+    return rand(torch, shape, dtype, gen, low=1)
 
 
 def _guarded(torch, shape, dtype, guard=64):
@@ -48,9 +37,7 @@ def _guarded(torch, shape, dtype, guard=64):
     n = 1
     for s in shape:
         n *= s
-    dt = getattr(torch, dtype)
-    buf = torch.empty(n + 2 * guard, device="cuda", dtype=dt)
-    buf.view(torch.uint8).fill_(0x7F)
+    buf = poisoned(torch, (n + 2 * guard,), dtype)
     return buf, buf[guard:guard + n].view(shape)
 
 

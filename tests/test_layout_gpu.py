@@ -5,6 +5,7 @@ negative-stride inputs, poisoned outputs."""
 import pytest
 
 import baracuda_dsl as bd
+from _gpu_helpers import bytes_equal, poisoned_like as _poisoned_like, rand as _rand
 
 pytestmark = pytest.mark.gpu
 
@@ -13,34 +14,8 @@ ALL = ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16"
        "float64", "complex64", "complex128"]
 
 
-def _rand(torch, shape, dtype, gen):
-    dt = getattr(torch, dtype)
-    if dtype == "bool":
-        return torch.rand(shape, generator=gen, device="cuda") > 0.5
-    if dt.is_complex:
-        return torch.randn(shape, generator=gen, device="cuda", dtype=dt)
-    if dt.is_floating_point:
-        return torch.randn(shape, generator=gen, device="cuda").to(dt)
-    return torch.randint(-100 if dtype.startswith("int") else 0, 100, shape, generator=gen,
-                         device="cuda").to(dt)
-
-
-def _poisoned_like(torch, ref):
-    out = torch.empty_like(ref, memory_format=torch.contiguous_format)
-    if ref.numel():
-        out.view(-1).view(torch.uint8).copy_(~ref.contiguous().reshape(-1).view(torch.uint8))
-    return out
-
-
-def _bytes(torch, a):
-    a = a.contiguous().reshape(-1)
-    if a.dtype == torch.bool:
-        a = a.view(torch.uint8)
-    return a.view(torch.uint8)
-
-
 def _eq(torch, a, b):
-    return tuple(a.shape) == tuple(b.shape) and torch.equal(_bytes(torch, a), _bytes(torch, b))
+    return tuple(a.shape) == tuple(b.shape) and bytes_equal(torch, a, b)
 
 
 def _neg(torch, t, dim):

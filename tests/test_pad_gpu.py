@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import baracuda_dsl as bd
+from _gpu_helpers import bytes_equal as _bytes_equal, poisoned as _poisoned, rand
 
 pytestmark = pytest.mark.gpu
 
@@ -21,27 +22,7 @@ MODES = ["constant", "reflect", "replicate", "circular"]
 
 
 def _rand(torch, shape, dtype, gen):
-    dt = getattr(torch, dtype)
-    if dtype == "bool":
-        return torch.rand(shape, generator=gen, device="cuda") > 0.5
-    if dt.is_complex:
-        return torch.randn(shape, generator=gen, device="cuda", dtype=dt)
-    if dt.is_floating_point:
-        return torch.randn(shape, generator=gen, device="cuda").to(dt)
-    return torch.randint(-100, 100, shape, generator=gen, device="cuda").to(dt)
-
-
-def _poisoned(torch, shape, dtype):
-    """An output filled with a 0x7f byte pattern (NaN-like for floats), so unwritten bytes show."""
-    out = torch.empty(shape, device="cuda", dtype=getattr(torch, dtype))
-    if out.numel():
-        out.view(-1).view(torch.uint8).fill_(0x7F)
-    return out
-
-
-def _bytes_equal(torch, a, b):
-    return torch.equal(a.contiguous().reshape(-1).view(torch.uint8),
-                       b.contiguous().reshape(-1).view(torch.uint8))
+    return rand(torch, shape, dtype, gen, low=-100)
 
 
 def _pad_ref(torch, x, pads, mode, value):
@@ -77,6 +58,14 @@ def _views(torch, xp, shape, dtype, gen):
     return v
 
 
+def _shaped_views(torch, xp, shape, dtype, gen):
+    """(name, operand for the plan, torch twin) of each ``_views`` operand that has ``shape``."""
+    for name, x in _views(torch, xp, shape, dtype, gen).items():
+        arr, xt = x if isinstance(x, tuple) else (x, x)
+        if tuple(xt.shape) == tuple(shape):
+            yield name, arr, xt
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_pad_matches_reference(dtype):
     torch = pytest.importorskip("torch")
@@ -91,10 +80,7 @@ def test_pad_matches_reference(dtype):
             except bd.InvalidProblemError:
                 continue   # e.g. reflect pad >= n, replicate of an empty dim
             plan = PadPlan.select(desc)
-            for name, x in _views(torch, xp, shape, dtype, gen).items():
-                arr, xt = x if isinstance(x, tuple) else (x, x)
-                if tuple(xt.shape) != tuple(shape):
-                    continue
+            for name, arr, xt in _shaped_views(torch, xp, shape, dtype, gen):
                 out = _poisoned(torch, desc.out_shape, dtype)
                 plan.run(PadArgs(arr, out))
                 torch.cuda.synchronize()
@@ -166,10 +152,7 @@ def test_roll_matches_torch(dtype):
                           ((5, 64), (3, 0)), ((3, 4, 33), (0, 7, 1)), ((2,) * 8, (1,) * 8),
                           ((0, 5), (1, 2)), ((1, 7), (4, 4)), ((7, 4097), (2, -5))]:
         plan = RollPlan.select(RollDescriptor(shape, shifts, dtype))
-        for name, x in _views(torch, xp, shape, dtype, gen).items():
-            arr, xt = x if isinstance(x, tuple) else (x, x)
-            if tuple(xt.shape) != tuple(shape):
-                continue
+        for name, arr, xt in _shaped_views(torch, xp, shape, dtype, gen):
             out = _poisoned(torch, shape, dtype)
             plan.run(RollArgs(arr, out))
             torch.cuda.synchronize()
@@ -189,10 +172,7 @@ def test_tri_matches_torch(dtype):
         for k in (0, 1, -2, 100, -100):
             for upper in (True, False):
                 plan = (TriuPlan if upper else TrilPlan).select(TriDescriptor(shape, k, upper, dtype))
-                for name, x in _views(torch, xp, shape, dtype, gen).items():
-                    arr, xt = x if isinstance(x, tuple) else (x, x)
-                    if tuple(xt.shape) != tuple(shape):
-                        continue
+                for name, arr, xt in _shaped_views(torch, xp, shape, dtype, gen):
                     out = _poisoned(torch, shape, dtype)
                     plan.run(TriArgs(arr, out))
                     torch.cuda.synchronize()

@@ -3,6 +3,8 @@
 import pytest
 
 import baracuda_dsl as bd
+from _gpu_helpers import bytes_equal as _bytes_equal, poisoned_like as _poisoned_like
+from _gpu_helpers import rand as _rand
 
 pytestmark = pytest.mark.gpu
 
@@ -11,30 +13,6 @@ DTYPES = ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat
 CASES = [((7,), (3,)), ((4, 6), (2, 3)), ((33, 1), (1, 5)), ((3, 5), (2, 1, 1)), ((1,), (1,)),
          ((1000,), (4,)), ((2, 3, 4), (1, 2, 1)), ((2,) * 8, (2,) * 8), ((0, 4), (2, 3)),
          ((4, 0), (1, 1)), ((5, 4097), (1, 2)), ((), (3, 2))]
-
-
-def _rand(torch, shape, dtype, gen):
-    dt = getattr(torch, dtype)
-    if dtype == "bool":
-        return torch.rand(shape, generator=gen, device="cuda") > 0.5
-    if dt.is_complex:
-        return torch.randn(shape, generator=gen, device="cuda", dtype=dt)
-    if dt.is_floating_point:
-        return torch.randn(shape, generator=gen, device="cuda").to(dt)
-    return torch.randint(-100 if dtype.startswith("int") else 0, 100, shape, generator=gen,
-                         device="cuda").to(dt)
-
-
-def _poisoned_like(torch, ref):
-    """An output whose every byte differs from the expected result (so unwritten bytes show)."""
-    out = torch.empty_like(ref)
-    if ref.numel():
-        out.view(-1).view(torch.uint8).copy_(~ref.reshape(-1).view(torch.uint8))
-    return out
-
-
-def _bytes_equal(torch, a, b):
-    return torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

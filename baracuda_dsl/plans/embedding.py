@@ -33,7 +33,7 @@ from typing import Optional
 
 from ..dtypes import DType, dtype as as_dtype, float32, int32, int64
 from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import check_dtype, resolve_pref, view_arg
+from ..plan import check_dtype, check_select, resolve_pref, view_arg
 from ..templates import segment as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory
 from .segment import _MAX_N, _MAX_SEG, _SegBase, _count, _flag, _pg, acc_dtype, choose_tps
@@ -56,6 +56,57 @@ def _sku(plan, op, dt, ix, template, knobs):
 
     return KernelSku(OpCategory.EMBEDDING, op, dt, plan._arch, BackendKind.CUTE_DSL, _pg(dt),
                      aux_element=ix, template=template, knobs=freeze_knobs(knobs))
+
+
+def _reduce_sku(plan, op: str, reduce: str, index: str):
+    """The segment_reduce SKU of ``plan`` (``desc.dtype`` / ``desc.index`` / ``desc.dim``) for
+    the ``reduce`` op over ``index``-typed keys."""
+    d = plan.desc
+    vec = spec.vec_of(d.dtype.short)
+    vec = vec if d.dim % vec == 0 else 1
+    return _sku(plan, op, d.dtype, d.index, spec.SEGMENT_REDUCE.name,
+                dict(op=reduce, dtype=d.dtype.short, index=index, vec=vec,
+                     tps=choose_tps(d.dim, vec)))
+
+
+def _check_out(v, name: str) -> None:
+    """An output view may not broadcast (a zero stride over an extent > 1)."""
+    if v.numel > 1 and any(s == 0 and e > 1 for e, s in zip(v.shape, v.strides)):
+        raise InvalidProblemError(f"{name}: an output may not have a zero (broadcast) stride")
+
+
+def _dweight_view(d, args, dev: int):
+    """The (num_embeddings, dim) ``dweight`` output of a backward plan's Args."""
+    dw = view_arg(args.dweight, "dweight", shape=(d.num_embeddings, d.dim), dtype=d.dtype,
+                  device=dev)
+    _check_out(dw, "dweight")
+    return dw
+
+
+class _EmbeddingBase(_SegBase):
+    """Shared select / run path: ``_begin_select`` opens ``select``; ``run`` checks the Args
+    (``_views``) and the workspace, then calls ``_run_views(*views, ws=..., st=...)``."""
+
+    @classmethod
+    def _begin_select(cls, desc, pref, desc_type):
+        pref = check_select(desc, pref, desc_type, cls.__name__, "an")
+        plan = cls(desc, pref, None)
+        plan._setup(pref)
+        return plan
+
+    def run(self, args, stream=None, workspace=None) -> None:
+        views = self._views(args)
+        ws, st = self._begin2(None, stream, workspace)
+        if self.is_empty():
+            return
+        self._run_views(*views, ws=ws, st=st)
+
+    def _stage_weights(self, p, tmp, acc: DType, st: int) -> None:
+        """Copy (or cast) the per-sample weights ``p`` into the ``acc``-typed ``tmp``."""
+        if acc == self.desc.dtype:
+            self._ew("copy", [p], tmp, acc, st)
+        else:
+            self._ew("cast", [p], tmp, self.desc.dtype, st, out_dtype=acc)
 
 
 # ===================================================================================== embedding
@@ -142,24 +193,15 @@ class EmbeddingBackwardArgs:
     status: object = None
 
 
-class EmbeddingBackwardPlan(_SegBase):
+class EmbeddingBackwardPlan(_EmbeddingBase):
     """dweight = dense Σ of dy rows per id (see the module doc)."""
 
     @classmethod
     def select(cls, desc: EmbeddingDescriptor, pref=None) -> "EmbeddingBackwardPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, EmbeddingDescriptor):
-            raise InvalidProblemError(f"EmbeddingBackwardPlan needs an EmbeddingDescriptor, got "
-                                      f"{type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._setup(pref)
+        plan = cls._begin_select(desc, pref, EmbeddingDescriptor)
         plan._pipeline_slots(desc.n_tokens, desc.num_embeddings, True)
         plan._ws = plan._off + plan._sub_size()
-        vec = spec.vec_of(desc.dtype.short)
-        vec = vec if desc.dim % vec == 0 else 1
-        plan._sku = _sku(plan, "embedding_bw", desc.dtype, desc.index, spec.SEGMENT_REDUCE.name,
-                         dict(op="sum", dtype=desc.dtype.short, index="i64", vec=vec,
-                              tps=choose_tps(desc.dim, vec)))
+        plan._sku = _reduce_sku(plan, "embedding_bw", "sum", "i64")
         return plan
 
     def is_empty(self) -> bool:
@@ -170,20 +212,10 @@ class EmbeddingBackwardPlan(_SegBase):
         ids = view_arg(args.ids, "ids", shape=(d.n_tokens,), dtype=d.index)
         dev = ids.device
         dy = view_arg(args.dy, "dy", shape=(d.n_tokens, d.dim), dtype=d.dtype, device=dev)
-        dw = view_arg(args.dweight, "dweight", shape=(d.num_embeddings, d.dim), dtype=d.dtype,
-                      device=dev)
-        if dw.numel > 1 and any(s == 0 and e > 1 for e, s in zip(dw.shape, dw.strides)):
-            raise InvalidProblemError("dweight: an output may not have a zero (broadcast) stride")
+        dw = _dweight_view(d, args, dev)
         return dy, ids, dw, status_view(getattr(args, "status", None), dev)
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        dy, ids, dw, status = self._views(args)
-        ws, st = self._begin2(None, stream, workspace)
-        if self.is_empty():
-            return
+    def _run_views(self, dy, ids, dw, status, ws, st) -> None:
         d = self.desc
         n, V = d.n_tokens, d.num_embeddings
         keys = self._run_keys(ids, n, V, status, ws, st)
@@ -273,27 +305,17 @@ def _bag_common_views(d, indices, offsets, psw):
     return idx, ofs, p
 
 
-class EmbeddingBagPlan(_SegBase):
+class EmbeddingBagPlan(_EmbeddingBase):
     """out[b] = sum / mean / max of the bag's weight rows (see the module doc)."""
 
     @classmethod
     def select(cls, desc: EmbeddingBagDescriptor, pref=None) -> "EmbeddingBagPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, EmbeddingBagDescriptor):
-            raise InvalidProblemError(f"EmbeddingBagPlan needs an EmbeddingBagDescriptor, got "
-                                      f"{type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._setup(pref)
+        plan = cls._begin_select(desc, pref, EmbeddingBagDescriptor)
         if desc.per_sample_weights:
             plan._slot("w", desc.n_indices * acc_dtype(desc.dtype).itemsize)
         plan._sortp = None
         plan._ws = plan._off
-        vec = spec.vec_of(desc.dtype.short)
-        vec = vec if desc.dim % vec == 0 else 1
-        plan._sku = _sku(plan, f"embedding_bag_{desc.mode}", desc.dtype, desc.index,
-                         spec.SEGMENT_REDUCE.name,
-                         dict(op=desc.mode, dtype=desc.dtype.short, index=desc.index.short,
-                              vec=vec, tps=choose_tps(desc.dim, vec)))
+        plan._sku = _reduce_sku(plan, f"embedding_bag_{desc.mode}", desc.mode, desc.index.short)
         return plan
 
     def is_empty(self) -> bool:
@@ -307,8 +329,7 @@ class EmbeddingBagPlan(_SegBase):
         w = view_arg(args.weight, "weight", shape=(d.num_embeddings, d.dim), dtype=d.dtype,
                      device=dev)
         out = view_arg(args.out, "out", shape=(d.n_bags, d.dim), dtype=d.dtype, device=dev)
-        if out.numel > 1 and any(s == 0 and e > 1 for e, s in zip(out.shape, out.strides)):
-            raise InvalidProblemError("out: an output may not have a zero (broadcast) stride")
+        _check_out(out, "out")
         mi = view_arg(getattr(args, "max_indices", None), "max_indices", shape=(d.n_bags, d.dim),
                       dtype=int64, device=dev, optional=True)
         if mi is not None:
@@ -320,14 +341,7 @@ class EmbeddingBagPlan(_SegBase):
             raise InvalidProblemError("EmbeddingBag: offsets is empty")
         return w, idx, ofs, out, p, mi, status_view(getattr(args, "status", None), dev)
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        w, idx, ofs, out, p, mi, status = self._views(args)
-        ws, st = self._begin2(None, stream, workspace)
-        if self.is_empty():
-            return
+    def _run_views(self, w, idx, ofs, out, p, mi, status, ws, st) -> None:
         d = self.desc
         dev = idx.device
         flags = spec.F_PERM | spec.F_WRAP
@@ -340,10 +354,7 @@ class EmbeddingBagPlan(_SegBase):
             A = acc_dtype(d.dtype)
             tw = self._tmp(ws, "w", (d.n_indices,), A, dev)
             if d.n_indices:
-                if A == d.dtype:
-                    self._ew("copy", [p], tw, A, st)
-                else:
-                    self._ew("cast", [p], tw, d.dtype, st, out_dtype=A)
+                self._stage_weights(p, tw, A, st)
             wptr = tw.ptr
             flags |= spec.F_W
         if d.mode == "max":
@@ -375,17 +386,12 @@ class EmbeddingBagBackwardArgs:
     status: object = None
 
 
-class EmbeddingBagBackwardPlan(_SegBase):
+class EmbeddingBagBackwardPlan(_EmbeddingBase):
     """dweight of an embedding_bag (see the module doc): sorted, deterministic."""
 
     @classmethod
     def select(cls, desc: EmbeddingBagDescriptor, pref=None) -> "EmbeddingBagBackwardPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, EmbeddingBagDescriptor):
-            raise InvalidProblemError(f"EmbeddingBagBackwardPlan needs an EmbeddingBagDescriptor, "
-                                      f"got {type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._setup(pref)
+        plan = cls._begin_select(desc, pref, EmbeddingBagDescriptor)
         n, V = desc.n_indices, desc.num_embeddings
         A = acc_dtype(desc.dtype)
         plan._pipeline_slots(n, V, True)
@@ -394,12 +400,7 @@ class EmbeddingBagBackwardPlan(_SegBase):
         plan._slot("psw", n * A.itemsize)
         plan._slot("inv", desc.n_bags * A.itemsize)
         plan._ws = plan._off + plan._sub_size()
-        vec = spec.vec_of(desc.dtype.short)
-        vec = vec if desc.dim % vec == 0 else 1
-        plan._sku = _sku(plan, f"embedding_bag_{desc.mode}_bw", desc.dtype, desc.index,
-                         spec.SEGMENT_REDUCE.name,
-                         dict(op="sum", dtype=desc.dtype.short, index="i64", vec=vec,
-                              tps=choose_tps(desc.dim, vec)))
+        plan._sku = _reduce_sku(plan, f"embedding_bag_{desc.mode}_bw", "sum", "i64")
         return plan
 
     def is_empty(self) -> bool:
@@ -411,10 +412,7 @@ class EmbeddingBagBackwardPlan(_SegBase):
                                         getattr(args, "per_sample_weights", None))
         dev = idx.device
         dy = view_arg(args.dy, "dy", shape=(d.n_bags, d.dim), dtype=d.dtype, device=dev)
-        dw = view_arg(args.dweight, "dweight", shape=(d.num_embeddings, d.dim), dtype=d.dtype,
-                      device=dev)
-        if dw.numel > 1 and any(s == 0 and e > 1 for e, s in zip(dw.shape, dw.strides)):
-            raise InvalidProblemError("dweight: an output may not have a zero (broadcast) stride")
+        dw = _dweight_view(d, args, dev)
         mi = view_arg(getattr(args, "max_indices", None), "max_indices", shape=(d.n_bags, d.dim),
                       dtype=int64, device=dev, optional=True)
         if d.mode == "max":
@@ -428,14 +426,7 @@ class EmbeddingBagBackwardPlan(_SegBase):
         rows_cols(dy, "dy")
         return dy, idx, ofs, dw, p, mi, status_view(getattr(args, "status", None), dev)
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        dy, idx, ofs, dw, p, mi, status = self._views(args)
-        ws, st = self._begin2(None, stream, workspace)
-        if self.is_empty():
-            return
+    def _run_views(self, dy, idx, ofs, dw, p, mi, status, ws, st) -> None:
         d = self.desc
         dev = idx.device
         n, V, B = d.n_indices, d.num_embeddings, d.n_bags
@@ -451,10 +442,7 @@ class EmbeddingBagBackwardPlan(_SegBase):
         pswp = 0
         if p is not None and n:
             tp = self._tmp(ws, "psw", (n,), A, dev)
-            if A == d.dtype:
-                self._ew("copy", [p], tp, A, st)
-            else:
-                self._ew("cast", [p], tp, d.dtype, st, out_dtype=A)
+            self._stage_weights(p, tp, A, st)
             pswp = tp.ptr
             bflags |= 1
         ix = d.index.short

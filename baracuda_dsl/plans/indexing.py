@@ -39,8 +39,9 @@ from typing import Tuple
 
 from ..dtypes import ALL_DTYPES, DType, int32, int64
 from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import (Plan, check_dtype, check_writable_no_overlap, collapse_dims, norm_axis,
-                    plan_arch, prod, resolve_pref, view_arg)
+from ..plan import (Plan, ViewsPlan, begin_select, check_dtype, check_select,
+                    check_writable_no_overlap, collapse_dims, new_plan, norm_axis, plan_arch, prod,
+                    view_arg)
 from ..runtime.stream import stream_handle
 from ..tensor import TensorView, check_shape, contiguous_strides
 from ..templates import indexing as spec
@@ -151,6 +152,15 @@ def _axis_sku(plan, op: str, dt: DType, ix: DType, knobs: dict, pg: PrecisionGua
                      aux_element=ix, template=spec.GATHER_AXIS.name, knobs=freeze_knobs(knobs))
 
 
+def _desc_axis_sku(plan, op: str, launcher: _AxisLauncher, pg: PrecisionGuarantee):
+    """The SKU of ``launcher`` for dense operands of ``plan.desc`` (``shape`` / ``index_shape``
+    / ``dtype`` / ``index``)."""
+    d = plan.desc
+    ist = contiguous_strides(d.index_shape)
+    rank, wide, _, _ = _axis_geometry(d.index_shape, contiguous_strides(d.shape), ist, ist)
+    return _axis_sku(plan, op, d.dtype, d.index, launcher.knob(rank, wide), pg)
+
+
 # ========================================================================== IndexSelect
 @dataclass(frozen=True)
 class IndexSelectDescriptor:
@@ -223,18 +233,14 @@ def _rows_geometry(shape, axis, nidx, xst, ost, isz, xmod, omod):
     return word, spec.tpr_for(rlen), O * nidx, rlen, (xso, xsm, xsr, oso, osi, osr)
 
 
-class IndexSelectPlan(Plan):
+class IndexSelectPlan(ViewsPlan):
     """out = x.index_select(axis, index) (embedding lookup: x = weight, axis = 0).  Every dtype,
     bit-exact; bad indices give zero rows (+ status); no workspace; deterministic."""
 
     @classmethod
     def select(cls, desc: IndexSelectDescriptor, pref=None) -> "IndexSelectPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, IndexSelectDescriptor):
-            raise InvalidProblemError(f"IndexSelectPlan needs an IndexSelectDescriptor, got "
-                                      f"{type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = begin_select(cls, desc, pref, IndexSelectDescriptor, plan_arch, "IndexSelectPlan",
+                            "an")
         plan._out_shape = desc.out_shape
         plan._n = prod(plan._out_shape)
         plan._row_knobs = {}
@@ -259,9 +265,6 @@ class IndexSelectPlan(Plan):
                                                     tpr=tpr)
         return k
 
-    def is_empty(self) -> bool:
-        return self._n == 0
-
     def _views(self, args):
         d = self.desc
         x = view_arg(args.x, "x", shape=d.shape, dtype=d.dtype)
@@ -269,16 +272,6 @@ class IndexSelectPlan(Plan):
         out = view_arg(args.out, "out", shape=self._out_shape, dtype=d.dtype, device=x.device)
         check_writable_no_overlap(out, "out")
         return x, idx, out, _status(args.status, x.device)
-
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        x, idx, out, status = self._views(args)
-        self.check_workspace(workspace)
-        if self._n == 0:
-            return
-        self._run_views(x, idx, out, status, stream_handle(stream))
 
     def _run_views(self, x, idx, out, status, st: int) -> None:
         d = self.desc
@@ -318,6 +311,17 @@ def _check_axis_shapes(shape, index_shape, axis, what: str):
     return shape, ishape, ax
 
 
+def _init_axis_desc(desc, what: str) -> None:
+    """The shared ``__post_init__`` part of the Gather / Scatter axis descriptors: checked
+    ``shape`` / ``index_shape`` / ``axis`` / ``dtype`` / ``index``."""
+    shape, ishape, ax = _check_axis_shapes(desc.shape, desc.index_shape, desc.axis, what)
+    object.__setattr__(desc, "shape", shape)
+    object.__setattr__(desc, "index_shape", ishape)
+    object.__setattr__(desc, "axis", ax)
+    object.__setattr__(desc, "dtype", check_dtype(desc.dtype, COPY_DTYPES, what))
+    object.__setattr__(desc, "index", check_dtype(desc.index, INDEX_DTYPES, f"{what} index"))
+
+
 @dataclass(frozen=True)
 class GatherAxisDescriptor:
     """torch.gather / take_along_axis: x ``shape``, ``index_shape`` (same rank, extents ≤ x's
@@ -330,14 +334,7 @@ class GatherAxisDescriptor:
     index: DType = int64
 
     def __post_init__(self):
-        shape, ishape, ax = _check_axis_shapes(self.shape, self.index_shape, self.axis,
-                                               "GatherAxis")
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "index_shape", ishape)
-        object.__setattr__(self, "axis", ax)
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, COPY_DTYPES, "GatherAxis"))
-        object.__setattr__(self, "index", check_dtype(self.index, INDEX_DTYPES,
-                                                      "GatherAxis index"))
+        _init_axis_desc(self, "GatherAxis")
 
 
 @dataclass
@@ -351,18 +348,13 @@ class GatherAxisArgs:
     status: object = None
 
 
-class GatherAxisPlan(Plan):
+class GatherAxisPlan(ViewsPlan):
     """out[c] = x[c with c[axis] ← index[c]] (torch.gather).  Every dtype, bit-exact; bad
     indices write zero (+ status); rank ≤ 8; no workspace; deterministic."""
 
     @classmethod
     def select(cls, desc: GatherAxisDescriptor, pref=None) -> "GatherAxisPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, GatherAxisDescriptor):
-            raise InvalidProblemError(f"{cls.__name__} needs a GatherAxisDescriptor, got "
-                                      f"{type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = begin_select(cls, desc, pref, GatherAxisDescriptor, plan_arch)
         plan._n = prod(desc.index_shape)
         plan._setup()
         return plan
@@ -370,14 +362,7 @@ class GatherAxisPlan(Plan):
     def _setup(self):
         d = self.desc
         self._gather = _AxisLauncher(self, "gather", d.dtype.itemsize, "any", d.index.short)
-        rank, wide, _, _ = _axis_geometry(d.index_shape, contiguous_strides(d.shape),
-                                          contiguous_strides(d.index_shape),
-                                          contiguous_strides(d.index_shape))
-        self._sku = _axis_sku(self, "gather_axis", d.dtype, d.index,
-                              self._gather.knob(rank, wide), _copy_precision(d.dtype))
-
-    def is_empty(self) -> bool:
-        return self._n == 0
+        self._sku = _desc_axis_sku(self, "gather_axis", self._gather, _copy_precision(d.dtype))
 
     def _views(self, args):
         d = self.desc
@@ -387,16 +372,8 @@ class GatherAxisPlan(Plan):
         check_writable_no_overlap(out, "out")
         return x, idx, out, _status(args.status, x.device)
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        x, idx, out, status = self._views(args)
-        self.check_workspace(workspace)
-        if self._n == 0:
-            return
-        self._gather.launch(x, self.desc.axis, idx, out.ptr, out.strides, status,
-                            stream_handle(stream))
+    def _run_views(self, x, idx, out, status, st: int) -> None:
+        self._gather.launch(x, self.desc.axis, idx, out.ptr, out.strides, status, st)
 
 
 @dataclass
@@ -436,11 +413,8 @@ class GatherAxisBackwardPlan(GatherAxisPlan):
         d = self.desc
         _check_atomic("add", d.dtype, self._arch, "GatherAxisBackward")
         self._add = _AxisLauncher(self, "add", d.dtype.itemsize, d.dtype.short, d.index.short)
-        rank, wide, _, _ = _axis_geometry(d.index_shape, contiguous_strides(d.shape),
-                                          contiguous_strides(d.index_shape),
-                                          contiguous_strides(d.index_shape))
-        self._sku = _axis_sku(self, "gather_axis_backward", d.dtype, d.index,
-                              self._add.knob(rank, wide), _atomic_pg(d.dtype, "add"))
+        self._sku = _desc_axis_sku(self, "gather_axis_backward", self._add,
+                                   _atomic_pg(d.dtype, "add"))
 
     def is_empty(self) -> bool:
         return prod(self.desc.shape) == 0
@@ -454,14 +428,9 @@ class GatherAxisBackwardPlan(GatherAxisPlan):
             raise UnsupportedError(f"dx: must be dense row-major (got strides {dx.strides})")
         return dy, idx, dx, _status(args.status, dy.device)
 
-    def run(self, args, stream=None, workspace=None) -> None:
+    def _run_views(self, dy, idx, dx, status, st: int) -> None:
         from ..runtime.memory import memset_d8
 
-        dy, idx, dx, status = self._views(args)
-        self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        st = stream_handle(stream)
         memset_d8(dx.ptr, 0, dx.numel * dx.itemsize, st)
         if self._n:
             self._add.launch(dx, self.desc.axis, idx, dy.ptr, dy.strides, status, st)
@@ -483,14 +452,7 @@ class ScatterAxisDescriptor:
     reduce: str = "assign"
 
     def __post_init__(self):
-        shape, ishape, ax = _check_axis_shapes(self.shape, self.index_shape, self.axis,
-                                               "ScatterAxis")
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "index_shape", ishape)
-        object.__setattr__(self, "axis", ax)
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, COPY_DTYPES, "ScatterAxis"))
-        object.__setattr__(self, "index", check_dtype(self.index, INDEX_DTYPES,
-                                                      "ScatterAxis index"))
+        _init_axis_desc(self, "ScatterAxis")
         if self.reduce not in REDUCES:
             raise UnsupportedError(f"ScatterAxis: reduce {self.reduce!r} is not wired; wired: "
                                    f"{', '.join(REDUCES)}")
@@ -513,7 +475,7 @@ class ScatterAxisArgs:
     status: object = None
 
 
-class ScatterAxisPlan(Plan):
+class ScatterAxisPlan(ViewsPlan):
     """In-place scatter along an axis (torch.Tensor.scatter_ / scatter_add_ / scatter_reduce_
     with include_self=True).  ``assign``: bit-exact, every dtype; with duplicate indices one
     writer wins (unspecified which).  ``add`` / ``amax`` / ``amin``: atomics; float results
@@ -524,15 +486,11 @@ class ScatterAxisPlan(Plan):
 
     @classmethod
     def select(cls, desc: ScatterAxisDescriptor, pref=None) -> "ScatterAxisPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, ScatterAxisDescriptor):
-            raise InvalidProblemError(f"{cls.__name__} needs a ScatterAxisDescriptor, got "
-                                      f"{type(desc).__name__}")
+        pref = check_select(desc, pref, ScatterAxisDescriptor, cls.__name__)
         if cls._reduce is not None and desc.reduce != cls._reduce:
             raise InvalidProblemError(f"{cls.__name__} needs reduce={cls._reduce!r}, got "
                                       f"{desc.reduce!r}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = new_plan(cls, desc, pref, plan_arch)
         plan._n = prod(desc.index_shape)
         plan._setup()
         return plan
@@ -547,14 +505,7 @@ class ScatterAxisPlan(Plan):
             self._scat = _AxisLauncher(self, d.reduce, d.dtype.itemsize, d.dtype.short,
                                        d.index.short)
             pg = _atomic_pg(d.dtype, d.reduce)
-        rank, wide, _, _ = _axis_geometry(d.index_shape, contiguous_strides(d.shape),
-                                          contiguous_strides(d.index_shape),
-                                          contiguous_strides(d.index_shape))
-        self._sku = _axis_sku(self, f"scatter_{d.reduce}", d.dtype, d.index,
-                              self._scat.knob(rank, wide), pg)
-
-    def is_empty(self) -> bool:
-        return self._n == 0
+        self._sku = _desc_axis_sku(self, f"scatter_{d.reduce}", self._scat, pg)
 
     def _views(self, args):
         d = self.desc
@@ -565,16 +516,8 @@ class ScatterAxisPlan(Plan):
         check_writable_no_overlap(out, "out")
         return idx, src, out, _status(args.status, out.device)
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        idx, src, out, status = self._views(args)
-        self.check_workspace(workspace)
-        if self._n == 0:
-            return
-        self._scat.launch(out, self.desc.axis, idx, src.ptr, src.strides, status,
-                          stream_handle(stream))
+    def _run_views(self, idx, src, out, status, st: int) -> None:
+        self._scat.launch(out, self.desc.axis, idx, src.ptr, src.strides, status, st)
 
 
 class ScatterAddPlan(ScatterAxisPlan):
@@ -607,24 +550,17 @@ class ScatterAxisBackwardPlan(Plan):
 
     @classmethod
     def select(cls, desc: ScatterAxisDescriptor, pref=None) -> "ScatterAxisBackwardPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, ScatterAxisDescriptor):
-            raise InvalidProblemError(f"{cls.__name__} needs a ScatterAxisDescriptor, got "
-                                      f"{type(desc).__name__}")
+        pref = check_select(desc, pref, ScatterAxisDescriptor, cls.__name__)
         if desc.reduce not in ("assign", "add"):
             raise UnsupportedError(f"ScatterAxisBackward: reduce {desc.reduce!r} is not wired; "
                                    f"wired: assign, add")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = new_plan(cls, desc, pref, plan_arch)
         d = desc
         ix = d.index.short
         plan._gather = _AxisLauncher(plan, "gather", d.dtype.itemsize, "any", ix)
         plan._zero = _AxisLauncher(plan, "zero", d.dtype.itemsize, "any", ix)
-        rank, wide, _, _ = _axis_geometry(d.index_shape, contiguous_strides(d.shape),
-                                          contiguous_strides(d.index_shape),
-                                          contiguous_strides(d.index_shape))
-        plan._sku = _axis_sku(plan, f"scatter_{d.reduce}_backward", d.dtype, d.index,
-                              plan._gather.knob(rank, wide), _copy_precision(d.dtype))
+        plan._sku = _desc_axis_sku(plan, f"scatter_{d.reduce}_backward", plan._gather,
+                                   _copy_precision(d.dtype))
         return plan
 
     def _views(self, args):
@@ -729,10 +665,7 @@ class MaskedFillPlan(Plan):
     def select(cls, desc: MaskedFillDescriptor, pref=None) -> "MaskedFillPlan":
         from .elementwise import ElementwiseDescriptor, ElementwisePlan
 
-        pref = resolve_pref(pref)
-        if not isinstance(desc, MaskedFillDescriptor):
-            raise InvalidProblemError(f"{cls.__name__} needs a MaskedFillDescriptor, got "
-                                      f"{type(desc).__name__}")
+        pref = check_select(desc, pref, MaskedFillDescriptor, cls.__name__)
         inner = ElementwisePlan.select(ElementwiseDescriptor(
             "where", shapes=(desc.mask_shape, None, desc.shape), dtype=desc.dtype,
             shape=desc.shape), pref)
@@ -819,7 +752,7 @@ class OneHotArgs:
     status: object = None
 
 
-class OneHotPlan(Plan):
+class OneHotPlan(ViewsPlan):
     """torch.nn.functional.one_hot with an explicit class count; any output dtype (bit pattern
     of 1 per dtype); bad indices give zero rows (+ status); no workspace; deterministic."""
 
@@ -827,12 +760,7 @@ class OneHotPlan(Plan):
     def select(cls, desc: OneHotDescriptor, pref=None) -> "OneHotPlan":
         from ..jit import freeze_knobs
 
-        pref = resolve_pref(pref)
-        if not isinstance(desc, OneHotDescriptor):
-            raise InvalidProblemError(f"OneHotPlan needs a OneHotDescriptor, got "
-                                      f"{type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = begin_select(cls, desc, pref, OneHotDescriptor, plan_arch, "OneHotPlan")
         plan._n = prod(desc.shape)
         plan._total = plan._n * desc.num_classes
         if -(-plan._total // spec.HOT_THREADS) > _GRID_MAX:
@@ -864,14 +792,8 @@ class OneHotPlan(Plan):
             raise UnsupportedError(f"out: must be dense row-major (got strides {out.strides})")
         return idx, out, _status(args.status, idx.device)
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        idx, out, (sp, has) = self._views(args)
-        self.check_workspace(workspace)
-        if self._total == 0:
-            return
+    def _run_views(self, idx, out, status, st: int) -> None:
+        sp, has = status
         d = self.desc
         cs, ci = collapse_dims(d.shape, idx.strides)
         if not cs:
@@ -879,7 +801,7 @@ class OneHotPlan(Plan):
         lk = self._kernel(spec.ONE_HOT, self._knob(spec.rank_for(len(cs))), idx.device)
         lk.launch((-(-self._total // spec.HOT_THREADS), 1, 1),
                   [idx.ptr, out.ptr, sp, has, self._n, d.num_classes, one_bits(d.dtype),
-                   *_pad8(cs, 1), *_pad8(ci, 0)], stream_handle(stream))
+                   *_pad8(cs, 1), *_pad8(ci, 0)], st)
 
 
 # ============================================================================== Nonzero

@@ -32,8 +32,8 @@ from typing import Optional, Sequence, Tuple
 from ..dtypes import ALL_DTYPES, DType, float32
 from ..errors import InvalidProblemError, UnsupportedError
 from ..jit import freeze_knobs, kernel as jit_kernel
-from ..plan import (Plan, check_dtype, collapse_dims, norm_axes, norm_axis, plan_arch, prod,
-                    resolve_pref, view_arg)
+from ..plan import (Plan, begin_select, check_dtype, check_select, collapse_dims, new_plan,
+                    norm_axes, norm_axis, plan_arch, prod, view_arg)
 from ..tensor import TensorView, check_shape, contiguous_strides
 from ..templates import layout as lspec
 from ..templates import repeat as rspec
@@ -221,6 +221,24 @@ def _dense_dst(v: TensorView, name: str) -> None:
 class _CopyPlan(Plan):
     """Shared run path: ``_pairs(args)`` → list of (src, dst) views, each copied."""
 
+    _io = ("x", "out")  # the Args fields of ``_io_views``: (input, dense output)
+
+    def _io_views(self, args, in_shape, out_shape):
+        """The input view and the dense output view of the Args fields named by ``_io``."""
+        a, b = self._io
+        dt = self.desc.dtype
+        x = view_arg(getattr(args, a), a, shape=in_shape, dtype=dt)
+        out = view_arg(getattr(args, b), b, shape=out_shape, dtype=dt, device=x.device)
+        _dense_dst(out, b)
+        return x, out
+
+    def _src_dst(self, args):
+        """The ``src`` and ``dst`` views of Args of shape ``desc.shape`` (dst not yet checked)."""
+        d = self.desc
+        src = view_arg(args.src, "src", shape=d.shape, dtype=d.dtype)
+        dst = view_arg(args.dst, "dst", shape=d.shape, dtype=d.dtype, device=src.device)
+        return src, dst
+
     def can_implement(self, args) -> None:
         self._pairs(args)
 
@@ -305,16 +323,12 @@ class PermutePlan(_CopyPlan):
 
     @classmethod
     def select(cls, desc: PermuteDescriptor, pref=None) -> "PermutePlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, PermuteDescriptor):
-            raise InvalidProblemError(f"{cls.__name__} needs a PermuteDescriptor, got "
-                                      f"{type(desc).__name__}")
+        pref = check_select(desc, pref, PermuteDescriptor, cls.__name__)
         return cls._make(desc, pref, desc.shape, desc.perm)
 
     @classmethod
     def _make(cls, desc, pref, shape, perm):
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = new_plan(cls, desc, pref, plan_arch)
         plan._in_shape, plan._perm = shape, perm
         plan._out_shape = tuple(shape[p] for p in perm)
         plan._n = prod(shape)
@@ -324,10 +338,7 @@ class PermutePlan(_CopyPlan):
         return plan
 
     def _pairs(self, args):
-        d = self.desc
-        x = view_arg(args.x, "x", shape=self._in_shape, dtype=d.dtype)
-        out = view_arg(args.out, "out", shape=self._out_shape, dtype=d.dtype, device=x.device)
-        _dense_dst(out, "out")
+        x, out = self._io_views(args, self._in_shape, self._out_shape)
         return [(_permuted(x, self._perm), out)]
 
 
@@ -344,24 +355,15 @@ class PermuteBackwardPlan(PermutePlan):
     """dx = dy.permute(inverse(perm)) (dense dx); same kernels as PermutePlan; exact."""
 
     _op = "permute_backward"
+    _io = ("dy", "dx")
 
     @classmethod
     def select(cls, desc: PermuteDescriptor, pref=None) -> "PermuteBackwardPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, PermuteDescriptor):
-            raise InvalidProblemError(f"{cls.__name__} needs a PermuteDescriptor, got "
-                                      f"{type(desc).__name__}")
+        pref = check_select(desc, pref, PermuteDescriptor, cls.__name__)
         inv = [0] * len(desc.perm)
         for i, p in enumerate(desc.perm):
             inv[p] = i
         return cls._make(desc, pref, desc.out_shape, tuple(inv))
-
-    def _pairs(self, args):
-        d = self.desc
-        dy = view_arg(args.dy, "dy", shape=self._in_shape, dtype=d.dtype)
-        dx = view_arg(args.dx, "dx", shape=self._out_shape, dtype=d.dtype, device=dy.device)
-        _dense_dst(dx, "dx")
-        return [(_permuted(dy, self._perm), dx)]
 
 
 # ============================================================================ Contiguize
@@ -394,12 +396,7 @@ class ContiguizePlan(_CopyPlan):
 
     @classmethod
     def select(cls, desc: ContiguizeDescriptor, pref=None) -> "ContiguizePlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, ContiguizeDescriptor):
-            raise InvalidProblemError(f"ContiguizePlan needs a ContiguizeDescriptor, got "
-                                      f"{type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = begin_select(cls, desc, pref, ContiguizeDescriptor, plan_arch, "ContiguizePlan")
         plan._n = prod(desc.shape)
         cs = contiguous_strides(desc.shape)
         g = strided_copy_geometry(desc.shape, cs, cs, desc.dtype.itemsize, 0, 0)
@@ -409,9 +406,7 @@ class ContiguizePlan(_CopyPlan):
         return plan
 
     def _pairs(self, args):
-        d = self.desc
-        src = view_arg(args.src, "src", shape=d.shape, dtype=d.dtype)
-        dst = view_arg(args.dst, "dst", shape=d.shape, dtype=d.dtype, device=src.device)
+        src, dst = self._src_dst(args)
         if not dst.is_contiguous():
             check_no_self_overlap(dst, "dst")
             check_disjoint(src, dst, "Contiguize")
@@ -503,12 +498,7 @@ class ConcatPlan(_CopyPlan):
 
     @classmethod
     def select(cls, desc: ConcatDescriptor, pref=None) -> "ConcatPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, ConcatDescriptor):
-            raise InvalidProblemError(f"{cls.__name__} needs a ConcatDescriptor, got "
-                                      f"{type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = begin_select(cls, desc, pref, ConcatDescriptor, plan_arch)
         plan._out_shape = desc.out_shape
         plan._n = prod(plan._out_shape)
         first = next((s for s in desc.shapes if prod(s)), desc.shapes[0])
@@ -597,12 +587,7 @@ class FlipPlan(_CopyPlan):
 
     @classmethod
     def select(cls, desc: FlipDescriptor, pref=None) -> "FlipPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, FlipDescriptor):
-            raise InvalidProblemError(f"{cls.__name__} needs a FlipDescriptor, got "
-                                      f"{type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = begin_select(cls, desc, pref, FlipDescriptor, plan_arch)
         plan._n = prod(desc.shape)
         cs = list(contiguous_strides(desc.shape))
         for a in desc.axes:
@@ -611,15 +596,9 @@ class FlipPlan(_CopyPlan):
                                 contiguous_strides(desc.shape))
         return plan
 
-    def _names(self):
-        return "x", "out"
-
     def _pairs(self, args):
         d = self.desc
-        a, b = self._names()
-        x = view_arg(getattr(args, a), a, shape=d.shape, dtype=d.dtype)
-        out = view_arg(getattr(args, b), b, shape=d.shape, dtype=d.dtype, device=x.device)
-        _dense_dst(out, b)
+        x, out = self._io_views(args, d.shape, d.shape)
         return [(_flipped(x, d.axes), out)]
 
 
@@ -635,9 +614,7 @@ class FlipBackwardPlan(FlipPlan):
     """dx = flip(dy, axes) (flip is its own inverse); exact, no workspace."""
 
     _op = "flip_backward"
-
-    def _names(self):
-        return "dy", "dx"
+    _io = ("dy", "dx")
 
 
 # ================================================================================== Fill
@@ -765,11 +742,7 @@ class FillPlan(Plan):
 
     @classmethod
     def select(cls, desc: FillDescriptor, pref=None) -> "FillPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, FillDescriptor):
-            raise InvalidProblemError(f"FillPlan needs a FillDescriptor, got {type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = begin_select(cls, desc, pref, FillDescriptor, plan_arch, "FillPlan")
         plan._n = prod(desc.shape)
         pat = desc.pattern
         plan._pattern = pat
@@ -865,21 +838,14 @@ class WriteSlicePlan(_CopyPlan):
 
     @classmethod
     def select(cls, desc: WriteSliceDescriptor, pref=None) -> "WriteSlicePlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, WriteSliceDescriptor):
-            raise InvalidProblemError(f"WriteSlicePlan needs a WriteSliceDescriptor, got "
-                                      f"{type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = begin_select(cls, desc, pref, WriteSliceDescriptor, plan_arch, "WriteSlicePlan")
         plan._n = prod(desc.shape)
         cs = contiguous_strides(desc.shape)
         plan._sku = _select_sku("write_slice", desc.dtype, plan._arch, desc.shape, cs, cs)
         return plan
 
     def _pairs(self, args):
-        d = self.desc
-        src = view_arg(args.src, "src", shape=d.shape, dtype=d.dtype)
-        dst = view_arg(args.dst, "dst", shape=d.shape, dtype=d.dtype, device=src.device)
+        src, dst = self._src_dst(args)
         check_no_self_overlap(dst, "dst")
         check_disjoint(src, dst, "WriteSlice")
         return [(src, dst)]

@@ -39,10 +39,12 @@ import numpy as np
 from ..dtypes import ALL_DTYPES, FP4, DType, bfloat16, float32, float64
 from ..errors import InvalidProblemError, UnsupportedError
 from ..jit import freeze_knobs, kernel as jit_kernel
-from ..plan import Plan, check_dtype, plan_arch, prod, resolve_pref, view_arg
+from ..plan import (ViewsPlan, begin_select, check_dtype, check_select, new_plan, plan_arch, prod,
+                    view_arg)
 from ..tensor import TensorView, check_shape, contiguous_strides
 from ..templates import remap as spec
-from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from ..vocabulary import BackendKind, KernelSku, OpCategory
+from .repeat import _bw_precision, _copy_precision, dense_grad_views
 
 __all__ = [
     "PAD_MODES", "PadDescriptor", "PadArgs", "PadPlan", "PadBackwardArgs", "PadBackwardPlan",
@@ -292,18 +294,7 @@ def _remap_geometry(mode: str, out_shape, in_shape, los, in_strides, isz: int, s
                           f0=_signed64(fill), f1=_signed64(fill >> 64), kd=kd, width=width, n=n)
 
 
-def _copy_precision(dt: DType) -> PrecisionGuarantee:
-    return PrecisionGuarantee(math_precision=dt, accumulator=dt, bit_stable_on_same_hardware=True,
-                              deterministic=True)
-
-
-def _bw_precision(dt: DType) -> PrecisionGuarantee:
-    ct = float64 if dt == float64 else float32
-    return PrecisionGuarantee(math_precision=ct, accumulator=ct, bit_stable_on_same_hardware=True,
-                              deterministic=True)
-
-
-class _RemapPlan(Plan):
+class _RemapPlan(ViewsPlan):
     """Shared launch path: subclasses set ``_mode``, ``_in_shape``, ``_out_shape``, ``_los``,
     ``_fill``, ``_kd``, ``_template`` and implement ``_views``."""
 
@@ -323,12 +314,6 @@ class _RemapPlan(Plan):
                               knobs=freeze_knobs(geo.knobs))
         return self
 
-    def is_empty(self) -> bool:
-        return self._n == 0
-
-    def can_implement(self, args) -> None:
-        self._views(args)
-
     def _io(self, x, out, xname: str, oname: str):
         d = self.desc
         xv = view_arg(x, xname, shape=self._in_shape, dtype=d.dtype)
@@ -339,21 +324,12 @@ class _RemapPlan(Plan):
                                    f"wired")
         return xv, ov
 
-    def _launch_views(self, src: TensorView, dst: TensorView, stream: int) -> None:
+    def _run_views(self, src: TensorView, dst: TensorView, stream: int) -> None:
         geo = _remap_geometry(self._mode, self._out_shape, self._in_shape, self._los,
                               tuple(src.strides), src.itemsize, src.ptr % 16, dst.ptr % 16,
                               self._fill, self._kd)
         kern = jit_kernel(self._template, freeze_knobs(geo.knobs), dst.device, self._arch)
         kern.launch((geo.grid, 1, 1), [src.ptr, dst.ptr, *geo.scalars()], stream)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ..runtime.stream import stream_handle
-
-        src, dst = self._views(args)
-        self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        self._launch_views(src, dst, stream_handle(stream))
 
 
 # ==================================================================================== Pad
@@ -403,11 +379,7 @@ class PadPlan(_RemapPlan):
 
     @classmethod
     def select(cls, desc: PadDescriptor, pref=None) -> "PadPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, PadDescriptor):
-            raise InvalidProblemError(f"PadPlan needs a PadDescriptor, got {type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = begin_select(cls, desc, pref, PadDescriptor, plan_arch, "PadPlan")
         plan._mode = desc.mode
         plan._in_shape, plan._out_shape = desc.shape, desc.out_shape
         plan._los = tuple(lo for lo, _ in desc.pads)
@@ -451,7 +423,7 @@ def _bw_geometry(mode: str, in_shape, out_shape, los, dy_strides):
     return rank, out
 
 
-class PadBackwardPlan(Plan):
+class PadBackwardPlan(ViewsPlan):
     """Gradient of pad: ``dx[i] = Σ_{p : map(p) = i} dy[p]`` (all padded dims in one pass, each
     element summing its sources in a fixed order: deterministic, no atomics, no workspace);
     f32/f16/bf16/f64 (f32 accumulation for half types, f64 for f64).  Constant mode with pads
@@ -459,13 +431,9 @@ class PadBackwardPlan(Plan):
 
     @classmethod
     def select(cls, desc: PadDescriptor, pref=None) -> "PadBackwardPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, PadDescriptor):
-            raise InvalidProblemError(f"PadBackwardPlan needs a PadDescriptor, got "
-                                      f"{type(desc).__name__}")
+        pref = check_select(desc, pref, PadDescriptor, "PadBackwardPlan")
         check_dtype(desc.dtype, FP4, "PadBackward")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = new_plan(cls, desc, pref, plan_arch)
         plan._los = tuple(lo for lo, _ in desc.pads)
         plan._out_shape = desc.out_shape
         plan._n = prod(desc.shape)
@@ -486,28 +454,10 @@ class PadBackwardPlan(Plan):
                                   template=spec.PAD_BW.name, knobs=freeze_knobs(plan._knobs))
         return plan
 
-    def is_empty(self) -> bool:
-        return self._n == 0
-
     def _views(self, args):
-        d = self.desc
-        dy = view_arg(args.dy, "dy", shape=self._out_shape, dtype=d.dtype)
-        dx = view_arg(args.dx, "dx", shape=d.shape, dtype=d.dtype, device=dy.device)
-        if dx.numel and not dx.is_contiguous():
-            raise UnsupportedError(f"dx: must be dense row-major (got strides {dx.strides}); "
-                                   f"strided gradients are not wired")
-        return dy, dx
+        return dense_grad_views(self.desc, args, self._out_shape)
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ..runtime.stream import stream_handle
-
-        dy, dx = self._views(args)
-        self.check_workspace(workspace)
-        if self.is_empty():
-            return
+    def _run_views(self, dy: TensorView, dx: TensorView, stream: int) -> None:
         d = self.desc
         if self._slice:
             from .repeat import strided_copy
@@ -521,8 +471,7 @@ class PadBackwardPlan(Plan):
         knobs = freeze_knobs(dict(dtype=d.dtype.short, mode=d.mode, rank=rank))
         kern = jit_kernel(spec.PAD_BW, knobs, dx.device, self._arch)
         t = spec.BW_THREADS
-        kern.launch(((self._n + t - 1) // t, 1, 1), [dy.ptr, dx.ptr, self._n, *dims],
-                    stream_handle(stream))
+        kern.launch(((self._n + t - 1) // t, 1, 1), [dy.ptr, dx.ptr, self._n, *dims], stream)
 
 
 # =================================================================================== Roll
@@ -585,14 +534,10 @@ class RollPlan(_RemapPlan):
 
     @classmethod
     def select(cls, desc: RollDescriptor, pref=None) -> "RollPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, RollDescriptor):
-            raise InvalidProblemError(f"{cls.__name__} needs a RollDescriptor, got "
-                                      f"{type(desc).__name__}")
+        pref = check_select(desc, pref, RollDescriptor, cls.__name__)
         if cls._sign < 0:
             check_dtype(desc.dtype, FP4, "RollBackward")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = new_plan(cls, desc, pref, plan_arch)
         plan._in_shape = plan._out_shape = desc.shape
         plan._los = tuple((cls._sign * s) % n if n else 0 for s, n in zip(desc.shifts, desc.shape))
         return plan._finish("roll" if cls._sign > 0 else "roll_backward", desc.dtype)
@@ -663,16 +608,12 @@ class TriPlan(_RemapPlan):
 
     @classmethod
     def select(cls, desc: TriDescriptor, pref=None) -> "TriPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, TriDescriptor):
-            raise InvalidProblemError(f"{cls.__name__} needs a TriDescriptor, got "
-                                      f"{type(desc).__name__}")
+        pref = check_select(desc, pref, TriDescriptor, cls.__name__)
         if cls._upper is not None and desc.upper != cls._upper:
             raise InvalidProblemError(f"{cls.__name__} needs TriDescriptor(upper={cls._upper})")
         if cls._backward:
             check_dtype(desc.dtype, FP4, "TriBackward")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = new_plan(cls, desc, pref, plan_arch)
         plan._mode = "triu" if desc.upper else "tril"
         plan._in_shape = plan._out_shape = desc.shape
         plan._los = (0,) * len(desc.shape)

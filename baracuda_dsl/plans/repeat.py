@@ -28,7 +28,8 @@ from typing import Tuple
 from ..dtypes import ALL_DTYPES, FP4, DType, float32, float64
 from ..errors import InvalidProblemError, UnsupportedError
 from ..jit import freeze_knobs, kernel as jit_kernel
-from ..plan import (Plan, check_dtype, collapse_dims, plan_arch, prod, resolve_pref, view_arg)
+from ..plan import (ViewsPlan, check_dtype, check_select, collapse_dims, new_plan, plan_arch,
+                    prod, resolve_pref, view_arg)
 from ..tensor import MAX_RANK, TensorView, check_shape, contiguous_strides
 from ..templates import repeat as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
@@ -160,7 +161,7 @@ def _copy_precision(dt: DType) -> PrecisionGuarantee:
                               deterministic=True)
 
 
-class _CopyPlanBase(Plan):
+class _CopyPlanBase(ViewsPlan):
     """Shared launch path of RepeatPlan and StridedCopyPlan."""
 
     def _primary(self, in_shape, reps, dt) -> _CopyGeometry:
@@ -174,17 +175,8 @@ class _CopyPlanBase(Plan):
         per = spec.COPY_THREADS * spec.COPY_ILP
         kern.launch(((geo.n + per - 1) // per, 1, 1), [src.ptr, dst.ptr, geo.n, *geo.dims], stream)
 
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ..runtime.stream import stream_handle
-
-        src, dst = self._views(args)
-        self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        self._launch_copy(src, dst, self._reps, stream_handle(stream))
-
-    def can_implement(self, args) -> None:
-        self._views(args)
+    def _run_views(self, src: TensorView, dst: TensorView, stream: int) -> None:
+        self._launch_copy(src, dst, self._reps, stream)
 
     def _check_dst(self, dst: TensorView, name: str) -> None:
         if dst.numel and not dst.is_contiguous():
@@ -227,14 +219,12 @@ class RepeatPlan(_CopyPlanBase):
 
     @classmethod
     def select(cls, desc: RepeatDescriptor, pref=None) -> "RepeatPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, RepeatDescriptor):
-            raise InvalidProblemError(f"RepeatPlan needs a RepeatDescriptor, got {type(desc).__name__}")
+        pref = check_select(desc, pref, RepeatDescriptor, "RepeatPlan")
         shape = check_shape(desc.shape, "Repeat: x")
         reps = _check_repeats(desc.repeats, len(shape), "Repeat")
-        arch = plan_arch(pref)
-        plan = cls(desc, pref, None)
-        plan._arch, plan._reps = arch, reps
+        plan = new_plan(cls, desc, pref, plan_arch)
+        arch = plan._arch
+        plan._reps = reps
         plan._out_shape = repeat_out_shape(shape, reps)
         plan._n = prod(plan._out_shape)
         geo = plan._primary(shape, reps, desc.dtype)
@@ -242,9 +232,6 @@ class RepeatPlan(_CopyPlanBase):
                               _copy_precision(desc.dtype), template=spec.STRIDED_COPY.name,
                               knobs=freeze_knobs(geo.knobs))
         return plan
-
-    def is_empty(self) -> bool:
-        return self._n == 0
 
     def _views(self, args):
         d = self.desc
@@ -283,17 +270,14 @@ class StridedCopyPlan(_CopyPlanBase):
     def select(cls, desc: StridedCopyDescriptor, pref=None) -> "StridedCopyPlan":
         pref = resolve_pref(pref)
         shape = check_shape(desc.shape, "StridedCopy")
-        arch = plan_arch(pref)
-        plan = cls(desc, pref, None)
-        plan._arch, plan._reps, plan._n = arch, (1,) * len(shape), prod(shape)
+        plan = new_plan(cls, desc, pref, plan_arch)
+        arch = plan._arch
+        plan._reps, plan._n = (1,) * len(shape), prod(shape)
         geo = plan._primary(shape, plan._reps, desc.dtype)
         plan._sku = KernelSku(OpCategory.SHAPE, "strided_copy", desc.dtype, arch,
                               BackendKind.CUTE_DSL, _copy_precision(desc.dtype),
                               template=spec.STRIDED_COPY.name, knobs=freeze_knobs(geo.knobs))
         return plan
-
-    def is_empty(self) -> bool:
-        return self._n == 0
 
     def _views(self, args):
         d = self.desc
@@ -365,13 +349,24 @@ def _bw_geometry(in_shape, reps, dy_strides):
     return rank, dims
 
 
+def dense_grad_views(desc, args, dy_shape):
+    """The (dy, dx) views of a backward plan's Args: ``dy`` of ``dy_shape`` (any strides),
+    ``dx`` dense row-major of ``desc.shape`` (both ``desc.dtype``)."""
+    dy = view_arg(args.dy, "dy", shape=dy_shape, dtype=desc.dtype)
+    dx = view_arg(args.dx, "dx", shape=desc.shape, dtype=desc.dtype, device=dy.device)
+    if dx.numel and not dx.is_contiguous():
+        raise UnsupportedError(f"dx: must be dense row-major (got strides {dx.strides}); "
+                               f"strided gradients are not wired")
+    return dy, dx
+
+
 def _bw_precision(dt: DType) -> PrecisionGuarantee:
     ct = float64 if dt == float64 else float32
     return PrecisionGuarantee(math_precision=ct, accumulator=ct, bit_stable_on_same_hardware=True,
                               deterministic=True)
 
 
-class RepeatBackwardPlan(Plan):
+class RepeatBackwardPlan(ViewsPlan):
     """Gradient of repeat: dx[i] = Σ_tiles dy (f32/f16/bf16/f64; f32 accumulation for half
     types, f64 for f64); fixed summation order (deterministic, no atomics); no workspace."""
 
@@ -380,9 +375,9 @@ class RepeatBackwardPlan(Plan):
         pref = resolve_pref(pref)
         shape = check_shape(desc.shape, "RepeatBackward: x")
         reps = _check_repeats(desc.repeats, len(shape), "RepeatBackward")
-        arch = plan_arch(pref)
-        plan = cls(desc, pref, None)
-        plan._arch, plan._reps, plan._shape = arch, reps, shape
+        plan = new_plan(cls, desc, pref, plan_arch)
+        arch = plan._arch
+        plan._reps, plan._shape = reps, shape
         plan._dy_shape = repeat_out_shape(shape, reps)
         plan._n = prod(shape)
         rank, _ = _bw_geometry(shape, reps, contiguous_strides(plan._dy_shape))
@@ -393,31 +388,12 @@ class RepeatBackwardPlan(Plan):
                               template=spec.REPEAT_BW.name, knobs=freeze_knobs(knobs))
         return plan
 
-    def is_empty(self) -> bool:
-        return self._n == 0
-
     def _views(self, args):
-        d = self.desc
-        dy = view_arg(args.dy, "dy", shape=self._dy_shape, dtype=d.dtype)
-        dx = view_arg(args.dx, "dx", shape=d.shape, dtype=d.dtype, device=dy.device)
-        if dx.numel and not dx.is_contiguous():
-            raise UnsupportedError(f"dx: must be dense row-major (got strides {dx.strides}); "
-                                   f"strided gradients are not wired")
-        return dy, dx
+        return dense_grad_views(self.desc, args, self._dy_shape)
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ..runtime.stream import stream_handle
-
-        dy, dx = self._views(args)
-        self.check_workspace(workspace)
-        if self.is_empty():
-            return
+    def _run_views(self, dy: TensorView, dx: TensorView, stream: int) -> None:
         rank, dims = _bw_geometry(self._shape, self._reps, tuple(dy.strides))
         knobs = freeze_knobs(dict(dtype=self.desc.dtype.short, rank=rank))
         kern = jit_kernel(spec.REPEAT_BW, knobs, dx.device, self._arch)
         t = spec.BW_THREADS
-        kern.launch(((self._n + t - 1) // t, 1, 1), [dy.ptr, dx.ptr, self._n, *dims],
-                    stream_handle(stream))
+        kern.launch(((self._n + t - 1) // t, 1, 1), [dy.ptr, dx.ptr, self._n, *dims], stream)
