@@ -15,6 +15,7 @@ from baracuda_dsl.plans.pad import (PadBackwardPlan, PadDescriptor, PadPlan, Rol
                                     pad_out_shape, pad_source_index, pads_from_torch)
 from baracuda_dsl.dtypes import dtype as as_dtype
 from baracuda_dsl.templates import remap as spec
+from baracuda_dsl.templates import pad_bw2d as bw2d
 
 PREF = bd.PlanPreference(arch=bd.ArchSku.SM90A)
 NP_MODE = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
@@ -136,8 +137,10 @@ def test_sku_space():
     k = dict(cases[0].sku().knobs)
     assert k == dict(itemsize=4, mode="constant", rank=3, wide=0, tile="block")   # 2-elem words
     assert dict(cases[2].sku().knobs)["tile"] == "row"
-    b = PadBackwardPlan.select(PadDescriptor((4, 6, 5), ((0, 0), (1, 1), (2, 0)), "circular"), PREF)
+    b = PadBackwardPlan.select(PadDescriptor((4, 6, 5), ((1, 0), (1, 1), (2, 0)), "circular"), PREF)
     assert b.sku().knobs in bw
+    b = PadBackwardPlan.select(PadDescriptor((4, 6, 5), ((0, 0), (1, 1), (2, 0)), "circular"), PREF)
+    assert b.sku().knobs in get_template("pad_bw2d").skus("sm90a")
 
 
 # ------------------------------------------------------------------ kernel emulation in numpy
@@ -472,4 +475,174 @@ def test_cross_compile(arch):
                         ("tri_mask", dict(itemsize=4, mode="triu", rank=2, wide=0, tile="row")),
                         ("pad_bw", dict(dtype="bf16", mode="circular", rank=4))]:
         cubin, meta = compile_sku(name, freeze_knobs(knobs), arch, timeout=300)
+        assert len(cubin) > 1000 and meta["threads"] == 256
+
+
+# ------------------------------------------------------------------- pad_bw2d (fast path)
+def _cands2d(mode, i, n, pe, lo):
+    """The kernel's per-dim candidate list (pad_bw2d.cands + pick), Python ints."""
+    if mode == "replicate":
+        st = 0 if i == 0 else lo + i
+        en = pe - 1 if i == n - 1 else lo + i
+        return [st + a for a in range(en - st + 1)]
+    if mode == "circular":
+        p0 = i + lo
+        p0 = p0 - n if p0 >= n else p0
+        cnt = (pe - p0 + n - 1) // n if p0 < pe else 0
+        return [p0 + a * n for a in range(cnt)]
+    c1, c2, c3 = lo - i, lo + i, lo + 2 * (n - 1) - i
+    v1 = i >= 1 and c1 >= 0
+    v3 = i <= n - 2 and c3 < pe
+    first, second = (c1, c2) if v1 else (c2, c3)
+    cnt = 1 + int(v1) + int(v3)
+    return [first, second, c3][:cnt]
+
+
+def _emulate_bw2d(mode, grid, scalars, words, dy_off, itemsize=8):
+    """pad_bw2d's thread decomposition and summation order in numpy (every CTA, warp, lane and
+    unrolled column); asserts coverage (each dx element written once) and Int32 offsets."""
+    nrows, ncb, h, w, ph, pw, lh, lw, sb, sh, sw = scalars
+    warps, u_cols = bw2d.BW2D_WARPS, bw2d.BW2D_COLS // 32
+    out = np.full(nrows * w, np.nan)
+    hits = np.zeros(nrows * w, np.int64)
+    lim = 2**31
+    for bid in range(grid):
+        rg, cy = divmod(bid, ncb)
+        for warp in range(warps):
+            r = rg * warps + warp
+            if r >= nrows:
+                continue
+            b, i = divmod(r, h)
+            rows = _cands2d(mode, i, h, ph, lh)
+            base = b * sb
+            for lane in range(32):
+                for u in range(u_cols):
+                    j = cy * bw2d.BW2D_COLS + u * 32 + lane
+                    if j >= w:
+                        continue
+                    cols = _cands2d(mode, j, w, pw, lw)
+                    acc = 0.0
+                    for p in rows:
+                        for q in cols:
+                            off = base + p * sh + q * sw
+                            assert -lim <= off < lim and 0 <= p < ph and 0 <= q < pw
+                            acc += words[dy_off + off]
+                    assert r * w + j < lim
+                    out[r * w + j] = acc
+                    hits[r * w + j] += 1
+    assert (hits == 1).all()
+    return out
+
+
+def _bw2d_dys(rng, out_shape):
+    """dy variants the fast path must serve: dense, last two dims reversed + stepped, batch
+    reversed.  Yields (dy, flat words, element offset of dy[0,...,0] in words)."""
+    r = len(out_shape)
+    lead, tail = out_shape[:max(r - 2, 0)], out_shape[max(r - 2, 0):]
+    big = rng.standard_normal(list(lead) + [2 * n + 1 for n in tail])
+    dense = rng.standard_normal(out_shape)
+    variants = [(dense, dense)]
+    sl = tuple(slice(None) for _ in lead) + tuple(slice(None, None, -2) for _ in tail)
+    cut = tuple(slice(None) for _ in lead) + tuple(slice(0, n) for n in tail)
+    variants.append((big[sl][cut], big))
+    if lead:
+        variants.append((dense[(slice(None, None, -1),) * len(lead) + (slice(None),) * 2], dense))
+    for dy, owner in variants:
+        off = (dy.__array_interface__["data"][0] - owner.__array_interface__["data"][0]) // 8
+        yield dy, owner.reshape(-1), off
+
+
+def test_pad_bw2d_emulated():
+    from baracuda_dsl.plans.pad import _bw2d_geometry
+
+    rng = np.random.default_rng(11)
+    cases = [((7,), ((2, 3),), "reflect"), ((1,), ((3, 2),), "replicate"),
+             ((4,), ((9, 6),), "circular"), ((4,), ((-1, 6),), "circular"),
+             ((3, 1, 1), ((0, 0), (0, 0), (0, 0)), "reflect"),
+             ((2, 7, 33), ((0, 0), (3, 3), (3, 3)), "reflect"),
+             ((2, 2, 7), ((0, 0), (1, 0), (1, 1)), "reflect"),
+             ((3, 2, 7), ((0, 0), (1, 1), (3, 2)), "replicate"),
+             ((2, 1, 1), ((0, 0), (3, 3), (2, 0)), "replicate"),
+             ((1, 3, 33), ((0, 0), (2, 3), (0, 3)), "circular"),
+             ((2, 2, 3), ((0, 0), (7, 5), (8, -1)), "circular"),        # pads > n, crop
+             ((2, 3, 2), ((0, 0), (-2, 0), (1, 1)), "circular"),        # empty row lists
+             ((2, 2, 3, 5), ((0, 0), (0, 0), (1, 2), (3, 1)), "replicate"),
+             ((1, 2, 300), ((0, 0), (1, 1), (3, 3)), "reflect"),        # two column chunks
+             ((2, 3, 2, 5), ((0, 0), (0, 0), (1, 1), (0, 0)), "circular")]
+    for shape, pads, mode in cases:
+        out_shape = pad_out_shape(shape, pads)
+        los = tuple(lo for lo, _ in pads)
+        for dy, words, off in _bw2d_dys(rng, out_shape):
+            strides = tuple(s // 8 for s in dy.strides)
+            g = _bw2d_geometry(mode, shape, out_shape, los, strides)
+            assert g is not None, (shape, pads, mode, strides)
+            got = _emulate_bw2d(mode, g[0], g[1], words, off).reshape(shape)
+            ref = _scatter_ref(mode, shape, pads, dy)
+            np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12,
+                                       err_msg=str((shape, pads, mode, strides)))
+            # same summation order as the general kernel: bit-identical sums
+            old = _emulate_bw(mode, shape, out_shape, list(los), dy, off, words)
+            assert np.array_equal(got, old), (shape, pads, mode, strides)
+
+
+def test_pad_bw2d_selection():
+    from baracuda_dsl.plans.pad import _bw2d_geometry
+    from baracuda_dsl.tensor import contiguous_strides
+
+    def geo(shape, pads, mode, strides=None):
+        out = pad_out_shape(shape, pads)
+        return _bw2d_geometry(mode, shape, out, tuple(lo for lo, _ in pads),
+                              strides or contiguous_strides(out))
+
+    shape, pads = (32, 64, 224, 224), ((0, 0), (0, 0), (3, 3), (3, 3))
+    grid, sc = geo(shape, pads, "reflect")
+    assert sc == (32 * 64 * 224, 1, 224, 224, 230, 230, 3, 3, 230 * 230, 230, 1)
+    assert grid == 32 * 64 * 224 // 8
+    for mode in ("reflect", "replicate", "circular"):
+        p = PadBackwardPlan.select(PadDescriptor(shape, pads, mode, dtype="bf16"), PREF)
+        assert p.sku().template == "pad_bw2d"
+        assert dict(p.sku().knobs) == dict(dtype="bf16", mode=mode)
+        assert p.sku().knobs in get_template_skus("pad_bw2d")
+    assert geo(shape, pads, "constant") is None
+    assert geo((4, 5, 6), ((1, 0), (0, 0), (1, 1)), "reflect") is None      # leading dim padded
+    assert geo((0, 5, 6), ((0, 0), (1, 1), (1, 1)), "reflect") is None      # empty
+    assert geo((3, 2, 2), ((0, 0), (-2, 0), (0, 0)), "circular") is None    # empty dy
+    assert geo((4, 5, 6), ((0, 0), (1, 1), (1, 1)), "reflect", (200, 8, 1))[1][8] == 200  # any sb
+    assert geo((2, 3, 5, 6), ((0, 0),) * 2 + ((1, 1),) * 2, "reflect",
+               (3 * 56, 56, 8, 1)) is not None                              # collapsible batch
+    assert geo((2, 3, 5, 6), ((0, 0),) * 2 + ((1, 1),) * 2, "reflect",
+               (200, 56, 8, 1)) is None                                     # not collapsible
+    assert geo((2**16, 2**8, 2**8), ((0, 0), (1, 1), (1, 1)), "replicate") is None   # > Int32
+    b = PadBackwardPlan.select(PadDescriptor((4, 6, 5), ((1, 0), (1, 1), (2, 0)), "circular"), PREF)
+    assert b.sku().template == "pad_bw" and b.sku().knobs in get_template_skus("pad_bw")
+    c = PadBackwardPlan.select(PadDescriptor((4, 6), ((1, 1), (2, 2)), "constant"), PREF)
+    assert c.sku().template != "pad_bw2d"
+
+
+def get_template_skus(name):
+    from baracuda_dsl.jit import get_template
+
+    return get_template(name).skus("sm90a")
+
+
+def test_pad_bw2d_sku_space():
+    sk = get_template_skus("pad_bw2d")
+    assert len(sk) == 4 * 3
+    assert {dict(k)["mode"] for k in sk} == {"reflect", "replicate", "circular"}
+
+
+@pytest.mark.parametrize("arch", [bd.ArchSku.SM80, bd.ArchSku.SM89, bd.ArchSku.SM90A])
+def test_cross_compile_bw2d(arch):
+    pytest.importorskip("cutlass")
+    import baracuda_dsl.templates as registered
+
+    with open(registered.__file__) as f:
+        if "remap" not in f.read():
+            pytest.skip("baracuda_dsl/templates/__init__.py does not import remap yet")
+    from baracuda_dsl.jit import freeze_knobs
+    from baracuda_dsl.jit.compiler import compile_sku
+
+    for knobs in [dict(dtype="f32", mode="reflect"), dict(dtype="bf16", mode="circular"),
+                  dict(dtype="f64", mode="replicate")]:
+        cubin, meta = compile_sku("pad_bw2d", freeze_knobs(knobs), arch, timeout=300)
         assert len(cubin) > 1000 and meta["threads"] == 256

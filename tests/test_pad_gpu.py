@@ -259,3 +259,111 @@ def test_roll_and_tri_backward():
         dx = _poisoned(torch, (6, 33), dtype)
         TriBackwardPlan.select(TriDescriptor((6, 33), 3, False, dtype)).run(TriBackwardArgs(dy, dx))
         assert torch.equal(dx.double(), x.grad)
+
+
+def _torch_pad_grad(torch, shape, pads, mode, dy):
+    """float64 torch autograd gradient of F.pad over the last two dims (rank 3 / 4 inputs)."""
+    F = torch.nn.functional
+    x64 = torch.zeros(shape, device="cuda", dtype=torch.float64, requires_grad=True)
+    flat = [pads[-1][0], pads[-1][1], pads[-2][0], pads[-2][1]]
+    F.pad(x64, flat, mode=mode).backward(dy.double())
+    return x64.grad.cpu().numpy()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_backward_2d_fast_path(dtype, mode):
+    """pad_bw2d (only the last two dims padded): float64 autograd / scatter reference, and the
+    general pad_bw kernel (same summation order: bit-identical)."""
+    torch = pytest.importorskip("torch")
+    from baracuda_dsl.plans.pad import PadBackwardArgs, PadBackwardPlan, PadDescriptor
+
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    cases = []
+    for h, w in [(1, 1), (2, 7), (7, 33), (33, 2), (224, 224), (3, 300)]:
+        for p in (0, 1, 3):
+            ph = (p, max(p - 1, 0)) if h > p and w > p else (0, 0)
+            pw = (max(p - 1, 0), p) if h > p and w > p else (0, 0)
+            cases.append(((2 if h == 224 else 5, h, w), ((0, 0), ph, pw)))
+    cases.append(((1, 3, 4), ((0, 0), (2, 2), (3, 3))))
+    cases.append(((2, 3, 7, 9), ((0, 0), (0, 0), (1, 3), (2, 0))))
+    if mode == "circular":
+        cases.append(((2, 3, 4), ((0, 0), (7, 5), (9, -1))))     # pads > n and a crop
+    tol = TOL[dtype]
+    for shape, pads in cases:
+        try:
+            desc = PadDescriptor(shape, pads, mode, 0, dtype)
+        except bd.InvalidProblemError:
+            continue
+        plan = PadBackwardPlan.select(desc)
+        assert plan.sku().template == "pad_bw2d", (shape, pads, mode)
+        for layout in ("dense", "strided"):
+            if layout == "dense":
+                dy = _rand(torch, desc.out_shape, dtype, gen)
+            else:   # last two dims stepped, batch dense-collapsible
+                big = _rand(torch, desc.out_shape[:-2] + tuple(2 * n for n in desc.out_shape[-2:]),
+                            dtype, gen)
+                dy = big[..., ::2, ::2]
+            dx = _poisoned(torch, shape, dtype)
+            plan.run(PadBackwardArgs(dy, dx))
+            torch.cuda.synchronize()
+            torch_ok = all(0 <= lo <= n and 0 <= hi <= n for n, (lo, hi) in zip(shape, pads))
+            if torch_ok:
+                ref = _torch_pad_grad(torch, shape, pads, mode, dy)
+            else:
+                ref = _scatter_ref(shape, pads, mode, dy.double().cpu().numpy())
+            got = dx.double().cpu().numpy()
+            err = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
+            assert err <= tol, (dtype, mode, shape, pads, layout, err)
+            # the general kernel sums in the same order: the same bits
+            old = PadBackwardPlan.select(desc)
+            old._fast = False
+            dx_old = _poisoned(torch, shape, dtype)
+            old.run(PadBackwardArgs(dy, dx_old))
+            assert _bytes_equal(torch, dx, dx_old), (dtype, mode, shape, pads, layout)
+
+
+def test_pad_backward_2d_fallbacks():
+    """Problems the fast path does not serve still run (general kernel) and stay correct."""
+    torch = pytest.importorskip("torch")
+    from baracuda_dsl.plans.pad import PadBackwardArgs, PadBackwardPlan, PadDescriptor
+
+    gen = torch.Generator(device="cuda").manual_seed(8)
+    # a leading dim padded: chosen at select time
+    desc = PadDescriptor((4, 5, 6), ((1, 1), (1, 0), (2, 2)), "replicate", 0, "float32")
+    plan = PadBackwardPlan.select(desc)
+    assert plan.sku().template == "pad_bw"
+    dy = _rand(torch, desc.out_shape, "float32", gen)
+    dx = _poisoned(torch, desc.shape, "float32")
+    plan.run(PadBackwardArgs(dy, dx))
+    ref = _scatter_ref(desc.shape, desc.pads, "replicate", dy.double().cpu().numpy())
+    got = dx.double().cpu().numpy()
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) <= TOL["float32"]
+    # dy whose batch dims do not collapse (transposed batch): decided at run time
+    desc = PadDescriptor((3, 4, 7, 9), ((0, 0), (0, 0), (2, 1), (1, 2)), "reflect", 0, "float32")
+    plan = PadBackwardPlan.select(desc)
+    assert plan.sku().template == "pad_bw2d"
+    dyt = _rand(torch, (4, 3) + desc.out_shape[2:], "float32", gen).transpose(0, 1)
+    dx = _poisoned(torch, desc.shape, "float32")
+    plan.run(PadBackwardArgs(dyt, dx))
+    ref = _torch_pad_grad(torch, desc.shape, desc.pads, "reflect", dyt)
+    got = dx.double().cpu().numpy()
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) <= TOL["float32"]
+
+
+def test_pad_backward_2d_benchmark_shape():
+    """The benchmark problem (reflect (3, 3) on 32×64×224×224 f32, scaled down in batch)."""
+    torch = pytest.importorskip("torch")
+    from baracuda_dsl.plans.pad import PadBackwardArgs, PadBackwardPlan, PadDescriptor
+
+    gen = torch.Generator(device="cuda").manual_seed(9)
+    shape, pads = (4, 8, 224, 224), ((0, 0), (0, 0), (3, 3), (3, 3))
+    desc = PadDescriptor(shape, pads, "reflect", 0, "float32")
+    plan = PadBackwardPlan.select(desc)
+    assert plan.sku().template == "pad_bw2d"
+    dy = _rand(torch, desc.out_shape, "float32", gen)
+    dx = _poisoned(torch, shape, "float32")
+    plan.run(PadBackwardArgs(dy, dx))
+    ref = _torch_pad_grad(torch, shape, pads, "reflect", dy)
+    got = dx.double().cpu().numpy()
+    assert np.linalg.norm(got - ref) / np.linalg.norm(ref) <= 1e-6

@@ -42,6 +42,7 @@ from ..jit import freeze_knobs, kernel as jit_kernel
 from ..plan import (ViewsPlan, begin_select, check_dtype, check_select, new_plan, plan_arch, prod,
                     view_arg)
 from ..tensor import TensorView, check_shape, contiguous_strides
+from ..templates import pad_bw2d as bw2d
 from ..templates import remap as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory
 from .repeat import _bw_precision, _copy_precision, dense_grad_views
@@ -423,11 +424,48 @@ def _bw_geometry(mode: str, in_shape, out_shape, los, dy_strides):
     return rank, out
 
 
+@functools.lru_cache(maxsize=1024)
+def _bw2d_geometry(mode: str, in_shape, out_shape, los, dy_strides):
+    """Launch (grid, 11 scalars) of the ``pad_bw2d`` fast path, or None when it does not apply:
+    a mode it serves, only the last two dims padded, every extent non-zero, dy's leading dims
+    collapsible into one batch stride, every index / offset within Int32."""
+    r = len(in_shape)
+    if mode not in bw2d.BW2D_MODES or r < 1 or prod(in_shape) == 0 or prod(out_shape) == 0:
+        return None
+    if any(lo != 0 or p != n for n, p, lo in zip(in_shape[:-2], out_shape[:-2], los[:-2])):
+        return None
+    if r == 1:
+        h, ph, lh, sh = 1, 1, 0, 0
+    else:
+        h, ph, lh, sh = in_shape[-2], out_shape[-2], los[-2], dy_strides[-2]
+    w, pw, lw, sw = in_shape[-1], out_shape[-1], los[-1], dy_strides[-1]
+    if mode == "circular":
+        lh, lw = lh % h, lw % w
+    lead = [(n, s) for n, s in zip(in_shape[:-2], dy_strides[:-2]) if n != 1]
+    if any(lead[k][1] != lead[k + 1][1] * lead[k + 1][0] for k in range(len(lead) - 1)):
+        return None
+    nb = prod(in_shape[:-2])
+    sb = lead[-1][1] if lead else 0
+    nrows = nb * h
+    span = (nb - 1) * abs(sb) + (ph - 1) * abs(sh) + (pw - 1) * abs(sw)
+    big = max(h, w, ph, pw, abs(lh), abs(lw))
+    if nrows * w >= _I32_SAFE or span >= _I32_SAFE or big >= _EXT_SAFE:
+        return None
+    ncb = -(-w // bw2d.BW2D_COLS)
+    grid = -(-nrows // bw2d.BW2D_WARPS) * ncb
+    if grid > 2**31 - 1:
+        return None
+    return grid, (nrows, ncb, h, w, ph, pw, lh, lw, sb, sh, sw)
+
+
 class PadBackwardPlan(ViewsPlan):
     """Gradient of pad: ``dx[i] = Σ_{p : map(p) = i} dy[p]`` (all padded dims in one pass, each
     element summing its sources in a fixed order: deterministic, no atomics, no workspace);
     f32/f16/bf16/f64 (f32 accumulation for half types, f64 for f64).  Constant mode with pads
-    >= 0 is a strided slice copy (exact)."""
+    >= 0 is a strided slice copy (exact).  Reflect / replicate / circular with at most the last
+    two dims padded run ``pad_bw2d`` (a warp per dx row, Int32 math, same summation order: the
+    same bits) when dy's leading dims collapse into one batch stride and every offset fits
+    Int32; anything else runs the general ``pad_bw`` kernel."""
 
     @classmethod
     def select(cls, desc: PadDescriptor, pref=None) -> "PadBackwardPlan":
@@ -441,6 +479,9 @@ class PadBackwardPlan(ViewsPlan):
         rank, _ = _bw_geometry(desc.mode, desc.shape, plan._out_shape, plan._los,
                                contiguous_strides(plan._out_shape))
         plan._knobs = dict(dtype=desc.dtype.short, mode=desc.mode, rank=rank)
+        plan._fast = not plan._slice and _bw2d_geometry(
+            desc.mode, desc.shape, plan._out_shape, plan._los,
+            contiguous_strides(plan._out_shape)) is not None
         if plan._slice:
             from ..templates import repeat as rspec
 
@@ -448,10 +489,13 @@ class PadBackwardPlan(ViewsPlan):
                                   BackendKind.CUTE_DSL, _copy_precision(desc.dtype),
                                   template=rspec.STRIDED_COPY.name)
         else:
+            tmpl, knobs = spec.PAD_BW.name, plan._knobs
+            if plan._fast:
+                tmpl, knobs = bw2d.PAD_BW2D.name, dict(dtype=desc.dtype.short, mode=desc.mode)
             plan._sku = KernelSku(OpCategory.SHAPE, "pad_backward", desc.dtype, plan._arch,
                                   BackendKind.CUTE_DSL, _bw_precision(desc.dtype),
                                   aux_element=float64 if desc.dtype == float64 else float32,
-                                  template=spec.PAD_BW.name, knobs=freeze_knobs(plan._knobs))
+                                  template=tmpl, knobs=freeze_knobs(knobs))
         return plan
 
     def _views(self, args):
@@ -467,6 +511,13 @@ class PadBackwardPlan(ViewsPlan):
                              owner=dy.owner)
             strided_copy(src, dx, stream=stream)
             return
+        if self._fast:
+            g = _bw2d_geometry(d.mode, d.shape, self._out_shape, self._los, tuple(dy.strides))
+            if g is not None:
+                knobs = freeze_knobs(dict(dtype=d.dtype.short, mode=d.mode))
+                kern = jit_kernel(bw2d.PAD_BW2D, knobs, dx.device, self._arch)
+                kern.launch((g[0], 1, 1), [dy.ptr, dx.ptr, *g[1]], stream)
+                return
         rank, dims = _bw_geometry(d.mode, d.shape, self._out_shape, self._los, tuple(dy.strides))
         knobs = freeze_knobs(dict(dtype=d.dtype.short, mode=d.mode, rank=rank))
         kern = jit_kernel(spec.PAD_BW, knobs, dx.device, self._arch)
