@@ -33,10 +33,11 @@ from typing import Optional
 
 from ..dtypes import DType, dtype as as_dtype, float32, int32, int64
 from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import check_dtype, check_select, resolve_pref, view_arg
+from ..plan import check_dtype, check_select, view_arg
 from ..templates import segment as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory
-from .segment import _MAX_N, _MAX_SEG, _SegBase, _count, _flag, _pg, acc_dtype, choose_tps
+from .segment import (_MAX_N, _MAX_SEG, _SegBase, _count, _flag, _pg, acc_dtype, check_out,
+                      reduce_knobs)
 from .segment import rows_cols, status_view
 
 _FLOATS = tuple(as_dtype(s) for s in spec.FLOAT_DTYPES)
@@ -62,24 +63,15 @@ def _reduce_sku(plan, op: str, reduce: str, index: str):
     """The segment_reduce SKU of ``plan`` (``desc.dtype`` / ``desc.index`` / ``desc.dim``) for
     the ``reduce`` op over ``index``-typed keys."""
     d = plan.desc
-    vec = spec.vec_of(d.dtype.short)
-    vec = vec if d.dim % vec == 0 else 1
     return _sku(plan, op, d.dtype, d.index, spec.SEGMENT_REDUCE.name,
-                dict(op=reduce, dtype=d.dtype.short, index=index, vec=vec,
-                     tps=choose_tps(d.dim, vec)))
-
-
-def _check_out(v, name: str) -> None:
-    """An output view may not broadcast (a zero stride over an extent > 1)."""
-    if v.numel > 1 and any(s == 0 and e > 1 for e, s in zip(v.shape, v.strides)):
-        raise InvalidProblemError(f"{name}: an output may not have a zero (broadcast) stride")
+                reduce_knobs(reduce, d.dtype, d.dim, index))
 
 
 def _dweight_view(d, args, dev: int):
     """The (num_embeddings, dim) ``dweight`` output of a backward plan's Args."""
     dw = view_arg(args.dweight, "dweight", shape=(d.num_embeddings, d.dim), dtype=d.dtype,
                   device=dev)
-    _check_out(dw, "dweight")
+    check_out(dw, "dweight")
     return dw
 
 
@@ -154,12 +146,9 @@ class EmbeddingPlan:
     def select(cls, desc: EmbeddingDescriptor, pref=None) -> "EmbeddingPlan":
         from .indexing import IndexSelectDescriptor, IndexSelectPlan
 
-        if not isinstance(desc, EmbeddingDescriptor):
-            raise InvalidProblemError(f"EmbeddingPlan needs an EmbeddingDescriptor, got "
-                                      f"{type(desc).__name__}")
+        pref = check_select(desc, pref, EmbeddingDescriptor, "EmbeddingPlan", "an")
         inner = IndexSelectPlan.select(IndexSelectDescriptor(
-            (desc.num_embeddings, desc.dim), 0, desc.n_tokens, desc.dtype, desc.index),
-            resolve_pref(pref))
+            (desc.num_embeddings, desc.dim), 0, desc.n_tokens, desc.dtype, desc.index), pref)
         return cls(desc, inner)
 
     def _args(self, args):
@@ -329,7 +318,7 @@ class EmbeddingBagPlan(_EmbeddingBase):
         w = view_arg(args.weight, "weight", shape=(d.num_embeddings, d.dim), dtype=d.dtype,
                      device=dev)
         out = view_arg(args.out, "out", shape=(d.n_bags, d.dim), dtype=d.dtype, device=dev)
-        _check_out(out, "out")
+        check_out(out, "out")
         mi = view_arg(getattr(args, "max_indices", None), "max_indices", shape=(d.n_bags, d.dim),
                       dtype=int64, device=dev, optional=True)
         if mi is not None:

@@ -52,7 +52,7 @@ from typing import Tuple
 
 from ..dtypes import DType, bool_ as bool_dt, dtype as as_dtype, float32, int32, int64
 from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import check_dtype, collapse_dims, plan_arch, prod, resolve_pref, view_arg
+from ..plan import check_dtype, check_select, collapse_dims, plan_arch, prod, view_arg
 from ..tensor import TensorView, check_shape
 from ..templates import segment as spec
 from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
@@ -96,6 +96,21 @@ def choose_tps(C: int, vec: int) -> int:
     1, 4, 16, 32, 128 not above the number of column vectors (no idle lanes but the tail)."""
     cv = -(-C // vec) if C else 1
     return max(t for t in spec.TPS if t <= max(cv, 1))
+
+
+def reduce_knobs(op: str, dt: DType, C: int, index: str = "i64") -> dict:
+    """``segment_reduce`` knobs a plan reports at select time for rows of ``C`` columns: the
+    dtype's vector width when it divides C (else 1) and ``choose_tps`` for it (``_run_reduce``
+    re-checks strides and alignment at run time)."""
+    vec = spec.vec_of(dt.short)
+    vec = vec if C % vec == 0 else 1
+    return dict(op=op, dtype=dt.short, index=index, vec=vec, tps=choose_tps(C, vec))
+
+
+def check_out(v, name: str) -> None:
+    """An output view may not broadcast (a zero stride over an extent > 1)."""
+    if v.numel > 1 and any(s == 0 and e > 1 for e, s in zip(v.shape, v.strides)):
+        raise InvalidProblemError(f"{name}: an output may not have a zero (broadcast) stride")
 
 
 def rows_cols(v: TensorView, name: str, lead: int = 1) -> Tuple[int, ...]:
@@ -271,20 +286,13 @@ class SegmentPlan(_SegBase):
 
     @classmethod
     def select(cls, desc: SegmentDescriptor, pref=None) -> "SegmentPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, SegmentDescriptor):
-            raise InvalidProblemError(f"SegmentPlan needs a SegmentDescriptor, got "
-                                      f"{type(desc).__name__}")
+        pref = check_select(desc, pref, SegmentDescriptor, "SegmentPlan")
         plan = cls(desc, pref, None)
         plan._setup(pref)
         n = desc.shape[0]
         plan._pipeline_slots(n, desc.num_segments, not desc.sorted)
         plan._ws = plan._off + plan._sub_size()
-        C = prod(desc.shape[1:])
-        vec = spec.vec_of(desc.dtype.short)
-        vec = vec if C % vec == 0 else 1
-        kn = dict(op=desc.op, dtype=desc.dtype.short, index="i64", vec=vec,
-                  tps=choose_tps(C, vec))
+        kn = reduce_knobs(desc.op, desc.dtype, prod(desc.shape[1:]))
         from ..jit import freeze_knobs
 
         plan._sku = KernelSku(OpCategory.SEGMENT, f"segment_{desc.op}", desc.dtype, plan._arch,
@@ -301,8 +309,7 @@ class SegmentPlan(_SegBase):
         dev = ids.device
         data = view_arg(args.data, "data", shape=d.shape, dtype=d.dtype, device=dev)
         out = view_arg(args.out, "out", shape=d.out_shape, dtype=d.dtype, device=dev)
-        if out.numel > 1 and any(s == 0 and e > 1 for e, s in zip(out.shape, out.strides)):
-            raise InvalidProblemError("out: an output may not have a zero (broadcast) stride")
+        check_out(out, "out")
         arg = view_arg(getattr(args, "argmax", None), "argmax", shape=d.out_shape, dtype=int64,
                        device=dev, optional=True)
         if arg is not None:
@@ -388,10 +395,7 @@ class SegmentBackwardPlan(SegmentPlan):
 
     @classmethod
     def select(cls, desc: SegmentDescriptor, pref=None) -> "SegmentBackwardPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, SegmentDescriptor):
-            raise InvalidProblemError(f"SegmentBackwardPlan needs a SegmentDescriptor, got "
-                                      f"{type(desc).__name__}")
+        pref = check_select(desc, pref, SegmentDescriptor, "SegmentBackwardPlan")
         if desc.dtype not in _FLOATS:
             raise UnsupportedError(f"SegmentBackward: dtype {desc.dtype.name} is not wired; "
                                    f"wired: float32, float16, bfloat16, float64")
@@ -449,8 +453,7 @@ class SegmentBackwardPlan(SegmentPlan):
         view_arg(args.out, "out", shape=d.out_shape, dtype=d.dtype, device=dev, optional=True)
         dy = view_arg(args.dy, "dy", shape=d.out_shape, dtype=d.dtype, device=dev)
         dx = view_arg(args.dx, "dx", shape=d.shape, dtype=d.dtype, device=dev)
-        if dx.numel > 1 and any(s == 0 and e > 1 for e, s in zip(dx.shape, dx.strides)):
-            raise InvalidProblemError("dx: an output may not have a zero (broadcast) stride")
+        check_out(dx, "dx")
         arg = view_arg(getattr(args, "argmax", None), "argmax", shape=d.out_shape, dtype=int64,
                        device=dev, optional=True)
         if arg is not None and not arg.is_contiguous():
@@ -623,10 +626,7 @@ class IndexAddPlan(_SegBase):
 
     @classmethod
     def select(cls, desc: IndexAddDescriptor, pref=None) -> "IndexAddPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, IndexAddDescriptor):
-            raise InvalidProblemError(f"IndexAddPlan needs an IndexAddDescriptor, got "
-                                      f"{type(desc).__name__}")
+        pref = check_select(desc, pref, IndexAddDescriptor, "IndexAddPlan", "an")
         plan = cls(desc, pref, None)
         plan._setup(pref)
         M = desc.shape[desc.axis]
@@ -634,12 +634,9 @@ class IndexAddPlan(_SegBase):
         plan._ws = plan._off + plan._sub_size()
         plan._O = prod(desc.shape[:desc.axis])
         plan._R = prod(desc.shape[desc.axis + 1:])
-        vec = spec.vec_of(desc.dtype.short)
-        vec = vec if plan._R % vec == 0 else 1
         from ..jit import freeze_knobs
 
-        kn = dict(op="sum", dtype=desc.dtype.short, index="i64", vec=vec,
-                  tps=choose_tps(plan._R, vec))
+        kn = reduce_knobs("sum", desc.dtype, plan._R)
         plan._sku = KernelSku(OpCategory.SEGMENT, "index_add", desc.dtype, plan._arch,
                               BackendKind.CUTE_DSL, _pg(desc.dtype), aux_element=desc.index,
                               template=spec.SEGMENT_REDUCE.name, knobs=freeze_knobs(kn))
@@ -654,8 +651,7 @@ class IndexAddPlan(_SegBase):
         dev = idx.device
         out = view_arg(args.out, "out", shape=d.shape, dtype=d.dtype, device=dev)
         src = view_arg(args.src, "src", shape=d.src_shape, dtype=d.dtype, device=dev)
-        if out.numel > 1 and any(s == 0 and e > 1 for e, s in zip(out.shape, out.strides)):
-            raise InvalidProblemError("out: an output may not have a zero (broadcast) stride")
+        check_out(out, "out")
         a = args.alpha
         if d.dtype in _FLOATS:
             from ..plan import check_finite
@@ -693,4 +689,4 @@ class IndexAddPlan(_SegBase):
 
 __all__ = ["SegmentDescriptor", "SegmentArgs", "SegmentPlan", "SegmentBackwardArgs",
            "SegmentBackwardPlan", "IndexAddDescriptor", "IndexAddArgs", "IndexAddPlan",
-           "acc_dtype", "choose_tps"]
+           "acc_dtype", "choose_tps", "reduce_knobs", "check_out"]
