@@ -37,7 +37,7 @@ def _check(x, what):
 def _select(desc):
     from baracuda_dsl.plans.scan import ScanPlan
 
-    from ._extensions import _select as sel
+    from ._plans import select as sel
 
     return sel(ScanPlan, desc)
 

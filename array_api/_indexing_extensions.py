@@ -143,17 +143,11 @@ def masked_fill(x: Array, mask: Array, value) -> Array:
 
         value = astype(value, x.dtype)
     from ._elementwise_functions import convert_scalar, is_scalar
+    from ._manipulation_functions import broadcast_to
 
     if is_scalar(value):
         value = convert_scalar(value, x.dtype)
-    from ._manipulation_functions import broadcast_to
-
-    out = where(broadcast_to(mask, x.shape), value, x)
-    if out.dtype != x.dtype:
-        from ._data_type_functions import astype
-
-        out = astype(out, x.dtype)
-    return out
+    return where(broadcast_to(mask, x.shape), value, x)  # value has x's dtype: so has the result
 
 
 def one_hot(x: Array, num_classes: int = -1, *, dtype=None) -> Array:

@@ -87,7 +87,7 @@ def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
     off_i = indices.shape[:a] + (1,) + indices.shape[a + 1:]
     try:
         b = list(broadcast_shapes(off_x, off_i))
-    except (ValueError, Exception) as e:
+    except ValueError as e:
         raise ValueError(f"take_along_axis: shapes {x.shape} and {indices.shape} do not "
                          f"broadcast off axis {a}") from e
     xb = broadcast_to(x, tuple(b[:a] + [x.shape[a]] + b[a + 1:]))
@@ -128,7 +128,7 @@ def _check_mask_shape(mshape, xshape) -> None:
 class _Decomposed:
     """A key split into a basic view and integer index arrays over some of its dims."""
 
-    __slots__ = ("view", "dims", "arrays", "ints", "place")
+    __slots__ = ("view", "dims", "arrays", "place")
 
     def __init__(self, view, dims, arrays, place):
         self.view, self.dims, self.arrays, self.place = view, dims, arrays, place
@@ -241,7 +241,7 @@ def _broadcast_indices(arrays, device):
     shapes = [a.shape for a in arrays if isinstance(a, Array)]
     try:
         b = broadcast_shapes(*shapes) if shapes else ()
-    except Exception as e:
+    except ValueError as e:
         raise IndexError(f"index arrays of shapes {shapes} do not broadcast") from e
     return b, [broadcast_to(a, b) if isinstance(a, Array) else a for a in arrays]
 
@@ -301,11 +301,7 @@ def _linear_index(arrays, ext, b, device) -> Array:
         return full((1,), const, dtype=_dt.int64, device=device)
     if const:
         lin = add(lin, const)
-    lin = where(bad, m, lin)
-    if lin.shape != b:
-        from ._manipulation_functions import broadcast_to
-
-        lin = broadcast_to(lin, b)
+    lin = where(bad, m, lin)  # every array was broadcast to b, so lin has shape b
     return reshape(ascontiguousarray(lin), (-1,))
 
 
@@ -369,12 +365,17 @@ def advanced_setitem(x: Array, key, value) -> None:
                        "__setitem__")
 
 
-def _coerce_value(x: Array, value, shape) -> Array:
-    """``value`` as an Array of x's dtype broadcast to ``shape`` (standard assignment rules)."""
+def _assign_value(x: Array, value):
+    """``value`` ready to be written into ``x`` (the rules of basic ``__setitem__``): a Python
+    scalar whose kind fits x's dtype, converted (TypeError otherwise), or an Array on x's device
+    of x's dtype (promotable dtypes are converted; TypeError otherwise); other objects are
+    converted on the host with ``asarray``."""
+    from baracuda_dsl.errors import DeviceMismatchError
+
     from . import _promotion
-    from ._creation_functions import asarray, full
+    from ._creation_functions import asarray
     from ._data_type_functions import astype
-    from ._manipulation_functions import broadcast_to
+    from ._elementwise_functions import convert_scalar
 
     if isinstance(value, np.generic) and value.ndim == 0:
         value = value.item()
@@ -382,38 +383,36 @@ def _coerce_value(x: Array, value, shape) -> Array:
         if _promotion.scalar_dtype(value, x.dtype) != x.dtype:
             raise TypeError(f"cannot assign a Python {type(value).__name__} to a "
                             f"{x.dtype.name} array")
-        return full(shape, value, dtype=x.dtype, device=x.device)
+        return convert_scalar(value, x.dtype)
     if not isinstance(value, Array):
         value = asarray(value, dtype=x.dtype, device=x.device)
+    if value.device != x.device:
+        raise DeviceMismatchError(f"value on {value.device}, array on {x.device}")
     if value.dtype != x.dtype:
         if not _promotion.can_cast(value.dtype, x.dtype):
             raise TypeError(f"cannot assign a {value.dtype.name} array to a {x.dtype.name} array")
         value = astype(value, x.dtype)
+    return value
+
+
+def _coerce_value(x: Array, value, shape) -> Array:
+    """``value`` (see ``_assign_value``) as an Array of x's dtype broadcast to ``shape``."""
+    from ._creation_functions import full
+    from ._manipulation_functions import broadcast_to
+
+    value = _assign_value(x, value)
+    if not isinstance(value, Array):
+        return full(shape, value, dtype=x.dtype, device=x.device)
     return broadcast_to(value, shape)
 
 
 def _masked_assign(x: Array, mask: Array, value) -> None:
     """``x[mask] = scalar`` as one in-place ``where(mask, value, x)`` (mask over x's leading
     dims, broadcast over the rest)."""
-    from . import _dispatch, _promotion
+    from . import _dispatch
 
     _check_mask_shape(mask.shape, x.shape)
-    if isinstance(value, Array):
-        if value.device != x.device:
-            from baracuda_dsl.errors import DeviceMismatchError
-
-            raise DeviceMismatchError(f"value on {value.device}, array on {x.device}")
-        if value.dtype != x.dtype and not _promotion.can_cast(value.dtype, x.dtype):
-            raise TypeError(f"cannot assign a {value.dtype.name} array to a {x.dtype.name} array")
-    else:
-        if isinstance(value, np.generic):
-            value = value.item()
-        if _promotion.scalar_dtype(value, x.dtype) != x.dtype:
-            raise TypeError(f"cannot assign a Python {type(value).__name__} to a "
-                            f"{x.dtype.name} array")
-        from ._elementwise_functions import convert_scalar
-
-        value = convert_scalar(value, x.dtype)
+    value = _assign_value(x, value)
     if x.size == 0 or mask.size == 0:
         return
     pad = x.ndim - mask.ndim
