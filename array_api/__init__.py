@@ -67,6 +67,8 @@ from ._indexing_extensions import (embedding, embedding_bag, gather, index_add, 
                                    segment_mean, segment_min, segment_prod, segment_sum)
 from ._indexing_extensions import __all__ as _indexing_extension_names
 from ._plans import set_index_checking
+from . import random  # noqa: E402  (xp.random.Generator / default_rng)
+from ._random_extensions import dropout, gumbel_softmax
 
 __array_api_version__ = "2024.12"
 
@@ -103,3 +105,4 @@ __all__ += ["bincount", "histc", "histogram", "unique_all", "unique_consecutive"
             "unique_counts", "unique_inverse", "unique_values"]
 __all__ += ["concat", "stack", "unstack", "moveaxis", "roll", "take", "take_along_axis", "pad",
             "pixel_shuffle", "pixel_unshuffle", "set_index_checking", *_indexing_extension_names]
+__all__ += ["random", "dropout", "gumbel_softmax"]

@@ -35,7 +35,8 @@ EXTRA = [("reductions", "bench_reductions", "Reductions"), ("scan", "bench_scan"
          ("layout", "bench_layout", "Permute, concat, flip"),
          ("pad", "bench_pad", "Pad, roll, triangle"),
          ("indexing", "bench_indexing", "Gather, index_select, scatter"),
-         ("segment", "bench_segment", "Embedding and segment reductions")]
+         ("segment", "bench_segment", "Embedding and segment reductions"),
+         ("random", "bench_random", "Random numbers and dropout")]
 
 
 def _extra_md(res: dict) -> list:

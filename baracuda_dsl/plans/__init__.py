@@ -68,6 +68,7 @@ __all__ = [
 # defined in these modules is exported by name
 from . import embedding as _embedding, indexing as _indexing, layout as _layout  # noqa: E402
 from . import pad as _pad, segment as _segment  # noqa: E402
+from . import random as _random  # noqa: E402
 
 
 def _export(*modules) -> None:
@@ -79,6 +80,6 @@ def _export(*modules) -> None:
                 __all__.append(name)
 
 
-_export(_layout, _pad, _indexing, _embedding, _segment)
+_export(_layout, _pad, _indexing, _embedding, _segment, _random)
 __all__ += ["contiguize"]
 from .layout import contiguize  # noqa: E402,F401

@@ -15,3 +15,4 @@ from . import layout  # noqa: F401
 from . import indexing  # noqa: F401
 from . import segment  # noqa: F401
 from . import pad_bw2d  # noqa: F401
+from . import random  # noqa: F401
