@@ -16,3 +16,5 @@ from . import indexing  # noqa: F401
 from . import segment  # noqa: F401
 from . import pad_bw2d  # noqa: F401
 from . import random  # noqa: F401
+from . import loss_row  # noqa: F401
+from . import ctc  # noqa: F401
