@@ -36,7 +36,8 @@ EXTRA = [("reductions", "bench_reductions", "Reductions"), ("scan", "bench_scan"
          ("pad", "bench_pad", "Pad, roll, triangle"),
          ("indexing", "bench_indexing", "Gather, index_select, scatter"),
          ("segment", "bench_segment", "Embedding and segment reductions"),
-         ("random", "bench_random", "Random numbers and dropout")]
+         ("random", "bench_random", "Random numbers and dropout"),
+         ("gemm", "bench_gemm", "GEMM")]
 
 
 def _extra_md(res: dict) -> list:

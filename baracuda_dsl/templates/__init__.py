@@ -18,3 +18,4 @@ from . import pad_bw2d  # noqa: F401
 from . import random  # noqa: F401
 from . import loss_row  # noqa: F401
 from . import ctc  # noqa: F401
+from . import gemm  # noqa: F401

@@ -1,0 +1,257 @@
+"""General matrix multiply (first version of issue 7's ``GemmPlan``):
+
+    c = act(alpha · (a @ b) + beta · c + bias)        a (m, k), b (k, n), c (m, n), bias (n,)
+
+dtypes: float16 / bfloat16 (tensor cores, f32 accumulate), float32 (strict IEEE f32 FFMA, no
+tf32), float64 (DFMA, f64 accumulate); ``out_dtype`` (c and bias) is the input dtype or float32.
+Epilogues ``identity``, ``bias``, ``bias_relu``, ``bias_gelu`` (erf form), ``bias_silu``: the bias
+is added after alpha / beta and before the activation; c is read only when beta != 0 (so it may
+hold garbage otherwise).  No workspace; deterministic (no atomics, fixed k order).
+
+Operand layouts are found at run time from the views' strides, so one plan serves every
+transpose: a may be row-major (unit stride along k) or column-major (unit stride along m), b
+row-major (unit stride along n) or column-major (unit stride along k) — the kernel SKU has the
+two majors as knobs (4 layouts, no host-side transposes); c may have any strides.
+
+Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
+
+* f16 / bf16 → ``gemm_mma`` (``mma.sync`` m16n8k16 + ``ldmatrix`` + a 4-stage ``cp.async``
+  pipeline; sm80, sm89, sm90a) when every operand qualifies: k >= 1; a and b have a unit
+  stride in one dim; their base pointers are 16-byte aligned; their leading dims are multiples
+  of 8 elements and >= 0; and the contiguous extent (k for the k-major operand, m or n
+  otherwise) is a multiple of 8.  Tile: 16×32×128 for m <= 16 (decode: narrow CTAs, deep k
+  stages to stream the weight; k-major a only, else 64×64), 128×128×32 when it yields
+  >= ``BIG_TILE_MIN_CTAS`` CTAs, else 64×64×32.  On an H100 this Ampere-style path is expected
+  around 50-65 % of cuBLAS bf16 at 4096³ (cuBLAS uses wgmma); the sm90a wgmma/TMA kernel of
+  issue 7 replaces it there.
+* everything else (f32, f64, misaligned / odd-strided half operands, negative strides, k = 0)
+  → ``gemm_simt`` (128×128 tiles, 8×8 outputs per thread, arbitrary strides, predicated).
+
+``select(desc, pref, tile=None)``: ``tile`` ("128x128", "64x64", "16x32" or "simt") forces the
+tile (PlanPreference has no tile field); "simt" forces the SIMT kernel for every layout.
+``plan.sku()`` describes the kernel chosen for the preferred (aligned) layouts; the majors are
+run-time knobs and left out of it.  c must not alias a, b or bias.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+from ..dtypes import DType, bfloat16, float16, float32, float64
+from ..errors import InvalidProblemError, UnsupportedError
+from ..plan import (Plan, align_up, begin_select, check_dtype, check_finite,
+                    check_writable_no_overlap, plan_arch, view_arg)
+from ..templates import gemm as spec
+from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+
+DTYPES = (float16, bfloat16, float32, float64)
+HALF = (float16, bfloat16)
+EPILOGUES = ("identity", "bias", "bias_relu", "bias_gelu", "bias_silu")
+_ACT = {"identity": "none", "bias": "none", "bias_relu": "relu", "bias_gelu": "gelu",
+        "bias_silu": "silu"}
+#: the 128×128 tile is used when it gives at least this many CTAs (about one wave on an H100)
+BIG_TILE_MIN_CTAS = 96
+#: m up to this uses the decode tile 16×32×128 (k-major a; 64×64 for an m-major a)
+DECODE_MAX_M = 16
+_I32 = 2 ** 31 - 1
+_GRID_Y = 65535
+
+
+@dataclass(frozen=True)
+class GemmDescriptor:
+    """c (m, n) = act(alpha · a (m, k) @ b (k, n) + beta · c + bias); ``dtype`` of a and b
+    (float16, bfloat16, float32, float64), ``out_dtype`` of c and bias (None = dtype, or
+    float32), ``epilogue`` in identity / bias / bias_relu / bias_gelu / bias_silu."""
+
+    m: int
+    n: int
+    k: int
+    dtype: DType
+    out_dtype: Optional[DType] = None
+    alpha: float = 1.0
+    beta: float = 0.0
+    epilogue: str = "identity"
+
+    def __post_init__(self):
+        for name in ("m", "n", "k"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise InvalidProblemError(f"Gemm: {name} must be an int >= 0, got {v!r}")
+            if v > _I32:
+                raise UnsupportedError(f"Gemm: {name} = {v} exceeds 2**31 - 1")
+        dt = check_dtype(self.dtype, DTYPES, "Gemm")
+        object.__setattr__(self, "dtype", dt)
+        out = dt if self.out_dtype is None else check_dtype(self.out_dtype, DTYPES,
+                                                            "Gemm out_dtype")
+        if out not in (dt, float32):
+            raise UnsupportedError(f"Gemm: out_dtype {out.name} is not wired for dtype "
+                                   f"{dt.name}; wired: {dt.name}, float32")
+        object.__setattr__(self, "out_dtype", out)
+        object.__setattr__(self, "alpha", check_finite(self.alpha, "Gemm alpha"))
+        object.__setattr__(self, "beta", check_finite(self.beta, "Gemm beta"))
+        if self.epilogue not in EPILOGUES:
+            raise UnsupportedError(f"Gemm: epilogue {self.epilogue!r} is not wired; wired: "
+                                   f"{', '.join(EPILOGUES)}")
+
+    @property
+    def has_bias(self) -> bool:
+        return self.epilogue != "identity"
+
+
+@dataclass
+class GemmArgs:
+    """a (m, k), b (k, n), c (m, n) output (read when beta != 0), bias (n,) for the bias
+    epilogues (out_dtype).  Device views with any strides (transposes are views)."""
+
+    a: object
+    b: object
+    c: object
+    bias: object = None
+
+
+def _options(rows: int, cols: int, s_rows: int, s_cols: int):
+    """Candidate (major, leading dim) of an operand seen as (rows = m or n, cols = k): ``k`` when
+    the k stride is unit (or k has extent 1), ``mn`` when the rows stride is unit.  The leading
+    dim of a one-row / one-column operand is irrelevant: any multiple of 8 serves."""
+    out = []
+    if s_cols == 1 or cols == 1:
+        out.append(("k", s_rows if rows > 1 else align_up(max(cols, 1), spec.MMA_VEC)))
+    if s_rows == 1 or rows == 1:
+        out.append(("mn", s_cols if cols > 1 else align_up(max(rows, 1), spec.MMA_VEC)))
+    return out
+
+
+def _mma_layout(view, rows: int, cols: int, s_rows: int, s_cols: int):
+    """(major, ld) of the first mma-eligible layout of an operand, or None."""
+    if view.ptr % 16:
+        return None
+    for major, ld in _options(rows, cols, s_rows, s_cols):
+        contig = cols if major == "k" else rows
+        if ld >= 0 and ld % spec.MMA_VEC == 0 and contig % spec.MMA_VEC == 0:
+            return major, ld
+    return None
+
+
+class GemmPlan(Plan):
+    """c = act(alpha · a @ b + beta · c + bias) for f16 / bf16 (tensor cores, f32 accumulate),
+    strict f32 and f64; any operand strides; no workspace.  See the module docstring for the
+    kernel choice and the tile heuristic."""
+
+    @classmethod
+    def select(cls, desc: GemmDescriptor, pref=None, *, tile: Optional[str] = None):
+        """Validate ``desc`` and pick the kernel family and tile (``tile`` forces one of
+        "128x128", "64x64", "16x32", "simt")."""
+        plan = begin_select(cls, desc, pref, GemmDescriptor, plan_arch)
+        d = desc
+        if tile is not None and tile not in (*spec.TILES, "simt"):
+            raise UnsupportedError(f"Gemm: tile {tile!r} is not wired; wired: "
+                                   f"{', '.join(spec.TILES)}, simt")
+        if d.dtype not in HALF:
+            if tile not in (None, "simt"):
+                raise UnsupportedError(f"Gemm: tile {tile} needs float16 / bfloat16 inputs "
+                                       f"(tensor cores); {d.dtype.name} runs on the SIMT kernel")
+            tile = "simt"
+        elif tile is None:
+            big = math.ceil(d.m / 128) * math.ceil(d.n / 128)
+            if d.m <= DECODE_MAX_M:
+                tile = spec.DECODE_TILE
+            else:
+                tile = "128x128" if big >= BIG_TILE_MIN_CTAS else "64x64"
+        plan._tile = tile
+        plan._act = _ACT[d.epilogue]
+        plan._knob_memo = {}
+        acc = float64 if d.dtype is float64 else float32
+        pg = PrecisionGuarantee(math_precision=d.dtype, accumulator=acc)
+        if tile == "simt":
+            tmpl, knobs = spec.GEMM_SIMT, plan._simt_knobs()
+        else:
+            tmpl, knobs = spec.GEMM_MMA, dict(plan._mma_knobs("k", "n"))
+            knobs.pop("a_major")
+            knobs.pop("b_major")
+        plan._sku = KernelSku(OpCategory.GEMM, "gemm", d.dtype, plan._arch,
+                              BackendKind.CUTE_DSL, pg, aux_element=d.out_dtype,
+                              epilogue=d.epilogue, template=tmpl.name,
+                              knobs=tuple(sorted(knobs.items())))
+        return plan
+
+    # -- knobs (memoised dicts: Plan._kernel keys its memo on their identity) ----------------
+    def _simt_knobs(self) -> dict:
+        key = ("simt",)
+        kn = self._knob_memo.get(key)
+        if kn is None:
+            d = self.desc
+            kn = self._knob_memo[key] = dict(dtype=d.dtype.short, out=d.out_dtype.short,
+                                              act=self._act)
+        return kn
+
+    def _mma_knobs(self, a_major: str, b_major: str) -> dict:
+        key = ("mma", a_major, b_major)
+        kn = self._knob_memo.get(key)
+        if kn is None:
+            d = self.desc
+            tile = self._tile
+            if tile == spec.DECODE_TILE and a_major != "k":
+                tile = "64x64"          # the decode tile exists for k-major a only
+            kn = self._knob_memo[key] = dict(dtype=d.dtype.short, out=d.out_dtype.short,
+                                              a_major=a_major, b_major=b_major, act=self._act,
+                                              tile=tile)
+        return kn
+
+    # -- args ---------------------------------------------------------------------------------
+    def is_empty(self) -> bool:
+        return self.desc.m == 0 or self.desc.n == 0
+
+    def _views(self, args):
+        if not isinstance(args, GemmArgs):
+            raise InvalidProblemError(f"GemmPlan needs GemmArgs, got {type(args).__name__}")
+        d = self.desc
+        a = view_arg(args.a, "a", shape=(d.m, d.k), dtype=d.dtype)
+        b = view_arg(args.b, "b", shape=(d.k, d.n), dtype=d.dtype, device=a.device)
+        c = view_arg(args.c, "c", shape=(d.m, d.n), dtype=d.out_dtype, device=a.device)
+        check_writable_no_overlap(c, "c")
+        bias = None
+        if d.has_bias:
+            bias = view_arg(args.bias, "bias", shape=(d.n,), dtype=d.out_dtype, device=a.device)
+        elif args.bias is not None:
+            raise InvalidProblemError("Gemm: bias given but the epilogue is 'identity'")
+        return a, b, c, bias
+
+    def can_implement(self, args) -> None:
+        self._views(args)
+
+    def kernel_for(self, args):
+        """(template, knobs) the plan launches for these args (checks them first)."""
+        return self._route(*self._views(args))[:2]
+
+    def _route(self, a, b, c, bias):
+        d = self.desc
+        if self._tile != "simt" and d.k >= 1:
+            la = _mma_layout(a, d.m, d.k, a.strides[0], a.strides[1])
+            lb = _mma_layout(b, d.n, d.k, b.strides[1], b.strides[0])
+            if la is not None and lb is not None:
+                am = "k" if la[0] == "k" else "m"
+                bm = "k" if lb[0] == "k" else "n"
+                return spec.GEMM_MMA, self._mma_knobs(am, bm), (la[1], lb[1])
+        if math.ceil(d.n / spec.SIMT_BN) > _GRID_Y:
+            raise UnsupportedError(f"Gemm: n = {d.n} needs more than {_GRID_Y} CTA columns on "
+                                   f"the SIMT kernel")
+        return spec.GEMM_SIMT, self._simt_knobs(), None
+
+    def _launch(self, args, stream: int, ws) -> None:
+        a, b, c, bias = self._views(args)
+        d = self.desc
+        tmpl, knobs, lds = self._route(a, b, c, bias)
+        lk = self._kernel(tmpl, knobs, a.device)
+        pbias, bs, hb = (bias.ptr, bias.strides[0], 1) if bias is not None else (c.ptr, 0, 0)
+        if tmpl is spec.GEMM_MMA:
+            bm, bn = spec.TILES[knobs["tile"]][:2]
+            grid = (math.ceil(d.m / bm) * math.ceil(d.n / bn), 1, 1)
+            lk.launch(grid, [a.ptr, b.ptr, c.ptr, pbias, d.m, d.n, d.k, lds[0], lds[1],
+                             c.strides[0], c.strides[1], bs, d.alpha, d.beta, hb], stream)
+        else:
+            grid = (math.ceil(d.m / spec.SIMT_BM), math.ceil(d.n / spec.SIMT_BN), 1)
+            lk.launch(grid, [a.ptr, b.ptr, c.ptr, pbias, d.m, d.n, d.k, a.strides[0],
+                             a.strides[1], b.strides[0], b.strides[1], c.strides[0],
+                             c.strides[1], bs, d.alpha, d.beta, hb], stream)

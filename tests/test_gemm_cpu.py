@@ -1,0 +1,236 @@
+"""GemmPlan without a GPU: validation, kernel routing by operand layout, SKU space, cross-compile."""
+
+import pytest
+
+import baracuda_dsl as bd
+from baracuda_dsl.dtypes import bfloat16, float16, float32, float64
+from baracuda_dsl.plans.gemm import GemmArgs, GemmDescriptor, GemmPlan
+from baracuda_dsl.tensor import TensorView
+
+PREF = bd.PlanPreference(arch=bd.ArchSku.SM90A)
+BASE = 1 << 20
+
+
+def tv(shape, strides, dtype, off=0):
+    return TensorView(BASE + off, shape, strides, dtype, 0)
+
+
+def row(m, k, dt, ld=None, off=0):
+    return tv((m, k), (k if ld is None else ld, 1), dt, off)
+
+
+def col(m, k, dt, ld=None, off=0):
+    return tv((m, k), (1, m if ld is None else ld), dt, off)
+
+
+def test_descriptor_validation():
+    d = GemmDescriptor(4, 5, 6, "bf16")
+    assert d.out_dtype is bfloat16 and d.epilogue == "identity" and not d.has_bias
+    assert GemmDescriptor(4, 5, 6, "f16", out_dtype="f32").out_dtype is float32
+    assert GemmDescriptor(4, 5, 6, "f64", out_dtype="f32").out_dtype is float32
+    for bad in (dict(m=-1), dict(n=1.5), dict(k=True)):
+        kw = dict(m=1, n=1, k=1, dtype="f32")
+        kw.update(bad)
+        with pytest.raises(bd.InvalidProblemError):
+            GemmDescriptor(**kw)
+    with pytest.raises(bd.UnsupportedError):
+        GemmDescriptor(1, 1, 1, "int32")
+    with pytest.raises(bd.UnsupportedError):
+        GemmDescriptor(1, 1, 1, "bf16", out_dtype="f16")   # out must be dtype or f32
+    with pytest.raises(bd.UnsupportedError):
+        GemmDescriptor(1, 1, 1, "f32", out_dtype="f64")
+    with pytest.raises(bd.UnsupportedError):
+        GemmDescriptor(1, 1, 1, "f32", epilogue="bias_tanh")
+    with pytest.raises(bd.InvalidProblemError):
+        GemmDescriptor(1, 1, 1, "f32", alpha=float("nan"))
+    with pytest.raises(bd.InvalidProblemError):
+        GemmDescriptor(1, 1, 1, "f32", beta="x")
+    with pytest.raises(bd.InvalidProblemError):
+        GemmPlan.select("not a descriptor", PREF)
+    with pytest.raises(bd.UnsupportedError):
+        GemmPlan.select(GemmDescriptor(1, 1, 1, "f32"), PREF, tile="128x128")
+    with pytest.raises(bd.UnsupportedError):
+        GemmPlan.select(GemmDescriptor(1, 1, 1, "f16"), PREF, tile="256x256")
+
+
+def test_args_validation():
+    d = GemmDescriptor(8, 16, 32, "bf16", epilogue="bias")
+    p = GemmPlan.select(d, PREF)
+    assert p.workspace_size() == 0
+    a, b, c = row(8, 32, bfloat16), row(32, 16, bfloat16), row(8, 16, bfloat16)
+    bias = tv((16,), (1,), bfloat16)
+    p.can_implement(GemmArgs(a, b, c, bias))
+    with pytest.raises(bd.InvalidProblemError):
+        p.can_implement(GemmArgs(a, b, c))                          # bias missing
+    with pytest.raises(bd.InvalidProblemError):
+        p.can_implement(GemmArgs(row(8, 31, bfloat16), b, c, bias))  # shape
+    with pytest.raises(bd.UnsupportedError):
+        p.can_implement(GemmArgs(row(8, 32, float16), b, c, bias))   # dtype
+    with pytest.raises(bd.UnsupportedError):
+        p.can_implement(GemmArgs(a, b, row(8, 16, float32), bias))   # c dtype != out dtype
+    with pytest.raises(bd.UnsupportedError):
+        p.can_implement(GemmArgs(a, b, c, tv((16,), (1,), float32)))
+    with pytest.raises(bd.InvalidProblemError):
+        p.can_implement(GemmArgs(a, b, tv((8, 16), (0, 1), bfloat16), bias))  # broadcast c
+    with pytest.raises(bd.DeviceMismatchError):
+        p.can_implement(GemmArgs(a, TensorView(BASE, (32, 16), (16, 1), bfloat16, 1), c, bias))
+    with pytest.raises(bd.InvalidProblemError):
+        p.can_implement("args")
+    q = GemmPlan.select(GemmDescriptor(8, 16, 32, "bf16"), PREF)
+    with pytest.raises(bd.InvalidProblemError):
+        q.can_implement(GemmArgs(a, b, c, bias))                    # bias with identity
+    assert GemmPlan.select(GemmDescriptor(0, 5, 3, "f32"), PREF).is_empty()
+    assert GemmPlan.select(GemmDescriptor(5, 0, 3, "f32"), PREF).is_empty()
+    assert not GemmPlan.select(GemmDescriptor(5, 5, 0, "f32"), PREF).is_empty()
+
+
+def test_sku_choice_and_tiles():
+    big = GemmPlan.select(GemmDescriptor(4096, 4096, 4096, "bf16"), PREF)
+    kn = dict(big.sku().knobs)
+    assert big.sku().template == "gemm_mma" and kn["tile"] == "128x128" and kn["act"] == "none"
+    assert big.sku().category is bd.OpCategory.GEMM
+    assert big.precision_guarantee().accumulator is float32
+    small = GemmPlan.select(GemmDescriptor(200, 512, 4096, "f16", epilogue="bias_gelu"), PREF)
+    kn = dict(small.sku().knobs)
+    assert kn["tile"] == "64x64" and kn["act"] == "gelu" and kn["dtype"] == "f16"
+    dec = GemmPlan.select(GemmDescriptor(16, 4096, 4096, "bf16"), PREF)
+    assert dict(dec.sku().knobs)["tile"] == "16x32"
+    a, b, c = row(16, 4096, bfloat16), col(4096, 4096, bfloat16), row(16, 4096, bfloat16)
+    assert dec.kernel_for(GemmArgs(a, b, c))[1]["tile"] == "16x32"
+    # the decode tile has no m-major a SKU: 64x64 serves it
+    kn = dec.kernel_for(GemmArgs(col(16, 4096, bfloat16), b, c))[1]
+    assert kn["tile"] == "64x64" and kn["a_major"] == "m"
+    assert dict(GemmPlan.select(GemmDescriptor(17, 4096, 4096, "bf16"),
+                                PREF).sku().knobs)["tile"] == "64x64"
+    forced = GemmPlan.select(GemmDescriptor(16, 4096, 4096, "f16"), PREF, tile="128x128")
+    assert dict(forced.sku().knobs)["tile"] == "128x128"
+    f32 = GemmPlan.select(GemmDescriptor(64, 64, 64, "f32"), PREF)
+    assert f32.sku().template == "gemm_simt"
+    f64 = GemmPlan.select(GemmDescriptor(64, 64, 64, "f64", epilogue="bias_silu"), PREF)
+    assert f64.sku().template == "gemm_simt" and dict(f64.sku().knobs)["act"] == "silu"
+    assert f64.precision_guarantee().accumulator is float64
+    for arch in bd.ArchSku:
+        p = GemmPlan.select(GemmDescriptor(256, 256, 64, "bf16"), bd.PlanPreference(arch=arch))
+        assert p.sku().arch is arch
+
+
+@pytest.mark.parametrize("am", ["k", "m"])
+@pytest.mark.parametrize("bm", ["k", "n"])
+def test_layout_routing(am, bm):
+    m, n, k = 64, 48, 40
+    p = GemmPlan.select(GemmDescriptor(m, n, k, "bf16"), PREF)
+    a = row(m, k, bfloat16) if am == "k" else col(m, k, bfloat16)
+    b = col(k, n, bfloat16) if bm == "k" else row(k, n, bfloat16)
+    c = row(m, n, bfloat16)
+    t, kn = p.kernel_for(GemmArgs(a, b, c))
+    assert t.name == "gemm_mma" and kn["a_major"] == am and kn["b_major"] == bm
+    assert kn["tile"] == "64x64"
+    from baracuda_dsl.jit import freeze_knobs, get_template
+
+    assert freeze_knobs(kn) in get_template("gemm_mma").skus("sm90a")
+    # c with any strides stays on the mma path
+    assert p.kernel_for(GemmArgs(a, b, col(m, n, bfloat16)))[0].name == "gemm_mma"
+
+
+def test_simt_fallbacks():
+    m, n, k = 64, 48, 40
+    p = GemmPlan.select(GemmDescriptor(m, n, k, "f16"), PREF)
+    b, c = row(k, n, float16), row(m, n, float16)
+
+    def route(a, bb=b):
+        return p.kernel_for(GemmArgs(a, bb, c))[0].name
+
+    assert route(row(m, k, float16)) == "gemm_mma"
+    assert route(row(m, k, float16, ld=44)) == "gemm_simt"             # ld % 8
+    assert route(row(m, k, float16, off=8)) == "gemm_simt"             # pointer % 16
+    assert route(tv((m, k), (2 * k, 2), float16)) == "gemm_simt"       # no unit stride
+    assert route(tv((m, k), (-k, 1), float16, off=16 * k * m)) == "gemm_simt"  # negative ld
+    assert route(row(m, k, float16), row(k, n, float16, ld=50)) == "gemm_simt"
+    # contiguous extent not a multiple of 8
+    q = GemmPlan.select(GemmDescriptor(m, n, 36, "f16"), PREF)
+    assert q.kernel_for(GemmArgs(row(m, 36, float16, ld=40), row(36, n, float16),
+                                 c))[0].name == "gemm_simt"
+    assert q.kernel_for(GemmArgs(col(m, 36, float16), row(36, n, float16),
+                                 c))[0].name == "gemm_mma"             # k contiguous nowhere
+    # m = 1: the leading dim of a one-row operand does not matter
+    r = GemmPlan.select(GemmDescriptor(1, n, k, "bf16"), PREF)
+    assert r.kernel_for(GemmArgs(tv((1, k), (3, 1), bfloat16), row(k, n, bfloat16),
+                                 row(1, n, bfloat16)))[0].name == "gemm_mma"
+    # k = 0 and the forced SIMT tile
+    z = GemmPlan.select(GemmDescriptor(m, n, 0, "bf16"), PREF)
+    assert z.kernel_for(GemmArgs(row(m, 0, bfloat16), row(0, n, bfloat16),
+                                 row(m, n, bfloat16)))[0].name == "gemm_simt"
+    s = GemmPlan.select(GemmDescriptor(m, n, k, "f16"), PREF, tile="simt")
+    t, kn = s.kernel_for(GemmArgs(row(m, k, float16), b, c))
+    assert t.name == "gemm_simt" and kn == dict(dtype="f16", out="f16", act="none")
+
+
+def test_raster_is_a_bijection():
+    from baracuda_dsl.templates.gemm import raster
+
+    for tm in (1, 3, 8, 9, 17, 64):
+        for tn in (1, 2, 7, 33):
+            seen = {raster(b, tm, tn) for b in range(tm * tn)}
+            assert seen == {(i, j) for i in range(tm) for j in range(tn)}
+
+
+def test_routes_are_in_the_sku_space():
+    from baracuda_dsl.jit import freeze_knobs, get_template
+
+    space = {t: set(get_template(t).skus("sm80")) for t in ("gemm_mma", "gemm_simt")}
+    for dt in (float16, bfloat16):
+        for m, n, k in ((1, 64, 64), (16, 8, 8), (64, 64, 64), (2048, 2048, 64), (8, 8, 0)):
+            for out in (None, float32):
+                for epi in ("identity", "bias_silu"):
+                    p = GemmPlan.select(GemmDescriptor(m, n, k, dt, out_dtype=out,
+                                                       epilogue=epi), PREF)
+                    o = p.desc.out_dtype
+                    bias = tv((n,), (1,), o) if epi != "identity" else None
+                    for a in (row(m, k, dt), col(m, k, dt)):
+                        for b in (row(k, n, dt), col(k, n, dt)):
+                            t, kn = p.kernel_for(GemmArgs(a, b, row(m, n, o), bias))
+                            assert freeze_knobs(kn) in space[t.name], kn
+
+
+def test_sku_space():
+    from baracuda_dsl.jit import get_template
+    from baracuda_dsl.templates import gemm as spec
+
+    assert spec.GEMM_MMA.family == spec.GEMM_SIMT.family == "gemm"
+
+    for arch in ("sm80", "sm89", "sm90a"):
+        assert len(get_template("gemm_mma").skus(arch)) == 2 * 2 * 4 * (2 * 2 * 2 + 2)
+        assert len(get_template("gemm_simt").skus(arch)) == 28
+    knobs = [dict(k) for k in get_template("gemm_mma").skus("sm90a")]
+    assert {k["out"] for k in knobs if k["dtype"] == "bf16"} == {"bf16", "f32"}
+
+
+SAMPLES = {
+    bd.ArchSku.SM80: [("gemm_mma", dict(dtype="bf16", out="bf16", a_major="k", b_major="n",
+                                         act="none", tile="128x128")),
+                      ("gemm_simt", dict(dtype="f32", out="f32", act="gelu"))],
+    bd.ArchSku.SM89: [("gemm_mma", dict(dtype="f16", out="f32", a_major="m", b_major="k",
+                                         act="silu", tile="64x64")),
+                      ("gemm_mma", dict(dtype="bf16", out="bf16", a_major="k", b_major="n",
+                                         act="none", tile="16x32")),
+                      ("gemm_simt", dict(dtype="bf16", out="bf16", act="relu"))],
+    bd.ArchSku.SM90A: [("gemm_mma", dict(dtype="bf16", out="f32", a_major="m", b_major="n",
+                                          act="gelu", tile="64x64")),
+                       ("gemm_simt", dict(dtype="f64", out="f64", act="silu"))],
+}
+
+
+@pytest.mark.parametrize("arch", list(SAMPLES))
+def test_cross_compile(arch, monkeypatch):
+    pytest.importorskip("cutlass")
+    # until templates/__init__.py imports the gemm specs, spawned compile workers need this
+    monkeypatch.setenv("BARACUDA_DSL_TEMPLATE_MODULES", "baracuda_dsl.templates.gemm")
+    from baracuda_dsl.jit import freeze_knobs
+    from baracuda_dsl.jit.compiler import compile_sku
+    from baracuda_dsl.templates import gemm as spec
+
+    assert spec.GEMM_MMA.name == "gemm_mma"
+
+    for name, knobs in SAMPLES[arch]:
+        cubin, meta = compile_sku(name, freeze_knobs(knobs), arch, timeout=600)
+        assert cubin and meta["entry"]

@@ -1,0 +1,176 @@
+"""GemmPlan on the GPU against float64 torch references: odd sizes on both kernels (mma.sync and
+SIMT), all four operand layouts through transposed views, alpha / beta, every epilogue, f32 output
+of half inputs, misaligned operands (SIMT fallback), empty problems, k = 0, strided c, poisoned
+outputs.  Error metric ‖out − ref‖ / ‖ref‖ with tolerances by input dtype."""
+
+import math
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+TOL = {"bfloat16": 1e-2, "float16": 5e-3, "float32": 1e-5, "float64": 1e-12}
+
+
+def _mods():
+    torch = pytest.importorskip("torch")
+    from baracuda_dsl.plans.gemm import GemmArgs, GemmDescriptor, GemmPlan
+
+    return torch, GemmArgs, GemmDescriptor, GemmPlan
+
+
+def _ref(torch, a, b, c_old, bias, alpha, beta, epilogue):
+    r = alpha * (a.double() @ b.double())
+    if beta != 0:
+        r = r + beta * c_old.double()
+    if bias is not None:
+        r = r + bias.double()
+    if epilogue == "bias_relu":
+        r = torch.relu(r)
+    elif epilogue == "bias_gelu":
+        r = 0.5 * r * (1.0 + torch.erf(r / math.sqrt(2.0)))
+    elif epilogue == "bias_silu":
+        r = r * torch.sigmoid(r)
+    return r
+
+
+def _rel(torch, out, ref):
+    den = torch.linalg.norm(ref).item()
+    num = torch.linalg.norm(out.double() - ref).item()
+    return num / den if den else num
+
+
+def _run(m, n, k, dtype, *, a_t=False, b_t=False, alpha=1.0, beta=0.0, epilogue="identity",
+         out_dtype=None, tile=None, a=None, c=None, gen_seed=0):
+    """Build operands (a transposed view when a_t / b_t), run, compare; returns the kernel
+    template name the plan used."""
+    torch, GemmArgs, GemmDescriptor, GemmPlan = _mods()
+    gen = torch.Generator(device="cuda").manual_seed(gen_seed)
+    tdt = getattr(torch, dtype)
+    odt = tdt if out_dtype is None else getattr(torch, out_dtype)
+    if a is None:
+        a = torch.randn((k, m) if a_t else (m, k), generator=gen, device="cuda").to(tdt)
+        a = a.t() if a_t else a
+    b = torch.randn((n, k) if b_t else (k, n), generator=gen, device="cuda").to(tdt)
+    b = b.t() if b_t else b
+    if c is None:
+        c = torch.randn((m, n), generator=gen, device="cuda").to(odt)
+    if beta == 0 and c.numel():
+        c.fill_(float("nan"))                       # poisoned: must not be read
+    c_old = c.clone()
+    bias = None
+    if epilogue != "identity":
+        bias = torch.randn((n,), generator=gen, device="cuda").to(odt)
+    plan = GemmPlan.select(GemmDescriptor(m, n, k, dtype, out_dtype=out_dtype, alpha=alpha,
+                                          beta=beta, epilogue=epilogue), tile=tile)
+    args = GemmArgs(a, b, c, bias)
+    name = plan.kernel_for(args)[0].name
+    plan.run(args)
+    torch.cuda.synchronize()
+    ref = _ref(torch, a, b, c_old, bias, alpha, beta, epilogue)
+    if m and n:
+        assert torch.isfinite(c).all(), (m, n, k, dtype, name)
+        err = _rel(torch, c, ref)
+        assert err <= TOL[dtype], (m, n, k, dtype, name, err)
+    return name
+
+
+SIZES = [1, 7, 17, 64, 127, 130, 1000]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_odd_sizes(dtype):
+    names = set()
+    for m in SIZES:
+        for n, k in ((64, 1000), (1000, 64), (136, 8), (7, 17), (130, 1), (17, 127)):
+            names.add(_run(m, n, k, dtype))
+    assert names == {"gemm_mma", "gemm_simt"}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_simt_odd_sizes(dtype):
+    for m, n, k in ((1, 1, 1), (7, 17, 1), (1, 1000, 130), (127, 130, 64), (1000, 7, 17),
+                    (64, 64, 1000), (130, 127, 127)):
+        assert _run(m, n, k, dtype) == "gemm_simt"
+
+
+@pytest.mark.parametrize("tile", ["64x64", "128x128"])
+@pytest.mark.parametrize("a_t", [False, True])
+@pytest.mark.parametrize("b_t", [False, True])
+def test_mma_layouts(tile, a_t, b_t):
+    for m, n, k in ((136, 72, 200), (8, 264, 520), (264, 8, 40)):
+        assert _run(m, n, k, "bfloat16", a_t=a_t, b_t=b_t, tile=tile) == "gemm_mma"
+    _run(257, 130, 96, "float16", a_t=a_t, b_t=b_t, tile=tile)   # maybe SIMT for odd m / n
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "float64"])
+def test_alpha_beta_and_transposes(dtype):
+    for a_t in (False, True):
+        for b_t in (False, True):
+            _run(200, 136, 72, dtype, a_t=a_t, b_t=b_t, alpha=0.5, beta=-1.5)
+    _run(33, 40, 16, dtype, alpha=-2.0, beta=1.0)
+
+
+@pytest.mark.parametrize("epilogue", ["identity", "bias", "bias_relu", "bias_gelu",
+                                      "bias_silu"])
+def test_epilogues(epilogue):
+    assert _run(130, 136, 96, "bfloat16", epilogue=epilogue, beta=0.5) == "gemm_mma"
+    assert _run(127, 72, 64, "float16", epilogue=epilogue, out_dtype="float32") == "gemm_mma"
+    _run(65, 70, 33, "float64", epilogue=epilogue, alpha=0.75, beta=0.25)
+    _run(65, 70, 33, "float32", epilogue=epilogue)
+
+
+def test_out_f32_and_strided_c():
+    torch, *_ = _mods()
+    c = torch.empty((160, 2 * 136), device="cuda", dtype=torch.float32)[:, ::2]
+    assert _run(160, 136, 64, "bfloat16", out_dtype="float32", c=c) == "gemm_mma"
+    ct = torch.randn((136, 160), device="cuda").to(torch.bfloat16).t()   # column-major c
+    assert _run(160, 136, 64, "bfloat16", c=ct, alpha=2.0, beta=1.0) == "gemm_mma"
+    c64 = torch.randn((50, 3 * 40), device="cuda", dtype=torch.float64)[:, ::3]
+    _run(50, 40, 30, "float64", c=c64, beta=2.0)
+    _run(50, 40, 30, "float64", out_dtype="float32")
+
+
+def test_misaligned_falls_back_to_simt():
+    torch, *_ = _mods()
+    m, n, k = 130, 72, 64
+    buf = torch.randn(m * k + 1, device="cuda").to(torch.bfloat16)
+    a = buf[1:].view(m, k)                              # base pointer off by 2 bytes
+    assert _run(m, n, k, "bfloat16", a=a) == "gemm_simt"
+    wide = torch.randn((m, k + 3), device="cuda").to(torch.float16)[:, :k]   # ld % 8 != 0
+    assert _run(m, n, k, "float16", a=wide, epilogue="bias_relu") == "gemm_simt"
+    assert _run(m, n, k, "bfloat16", tile="simt") == "gemm_simt"
+
+
+def test_empty_and_k0():
+    torch, GemmArgs, GemmDescriptor, GemmPlan = _mods()
+    for m, n in ((0, 5), (5, 0), (0, 0)):
+        c = torch.full((m, n), 3.0, device="cuda")
+        GemmPlan.select(GemmDescriptor(m, n, 4, "float32")).run(
+            GemmArgs(torch.ones((m, 4), device="cuda"), torch.ones((4, n), device="cuda"), c))
+    for dtype in ("bfloat16", "float32", "float64"):
+        tdt = getattr(torch, dtype)
+        c = torch.randn((9, 17), device="cuda").to(tdt)
+        old = c.double().clone()
+        bias = torch.randn((17,), device="cuda").to(tdt)
+        plan = GemmPlan.select(GemmDescriptor(9, 17, 0, dtype, beta=-0.5, epilogue="bias_relu"))
+        plan.run(GemmArgs(torch.empty((9, 0), device="cuda", dtype=tdt),
+                          torch.empty((0, 17), device="cuda", dtype=tdt), c, bias))
+        ref = torch.relu(-0.5 * old + bias.double())
+        assert _rel(torch, c, ref) <= TOL[dtype]
+        c2 = torch.full((9, 17), float("nan"), device="cuda", dtype=tdt)
+        GemmPlan.select(GemmDescriptor(9, 17, 0, dtype)).run(
+            GemmArgs(torch.empty((9, 0), device="cuda", dtype=tdt),
+                     torch.empty((0, 17), device="cuda", dtype=tdt), c2))
+        assert (c2 == 0).all()
+
+
+def test_large_and_decode_defaults():
+    # default tiles: 128x128 (>= 96 CTAs), 64x64, 16x32 (m <= 16)
+    assert _run(2048, 1024, 512, "bfloat16", epilogue="bias_gelu",
+                out_dtype="float32") == "gemm_mma"
+    assert _run(4096, 128, 1024, "float16", b_t=True) == "gemm_mma"
+    for m in (1, 5, 16):
+        for b_t in (False, True):
+            assert _run(m, 4096, 1024, "bfloat16", b_t=b_t, beta=0.5) == "gemm_mma"
+    assert _run(8, 520, 264, "float16", a_t=True, tile="16x32") == "gemm_mma"  # 64x64 serves
