@@ -19,3 +19,4 @@ from . import random  # noqa: F401
 from . import loss_row  # noqa: F401
 from . import ctc  # noqa: F401
 from . import gemm  # noqa: F401
+from . import loss_pointwise  # noqa: F401
