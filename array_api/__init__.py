@@ -68,6 +68,7 @@ from ._indexing_extensions import (embedding, embedding_bag, gather, index_add, 
 from ._indexing_extensions import __all__ as _indexing_extension_names
 from ._plans import set_index_checking
 from . import random  # noqa: E402  (xp.random.Generator / default_rng)
+from . import losses  # noqa: E402  (xp.losses.<torch.nn.functional name>)
 from ._random_extensions import dropout, gumbel_softmax
 
 __array_api_version__ = "2024.12"
@@ -105,4 +106,4 @@ __all__ += ["bincount", "histc", "histogram", "unique_all", "unique_consecutive"
             "unique_counts", "unique_inverse", "unique_values"]
 __all__ += ["concat", "stack", "unstack", "moveaxis", "roll", "take", "take_along_axis", "pad",
             "pixel_shuffle", "pixel_unshuffle", "set_index_checking", *_indexing_extension_names]
-__all__ += ["random", "dropout", "gumbel_softmax"]
+__all__ += ["random", "losses", "dropout", "gumbel_softmax"]

@@ -37,7 +37,8 @@ EXTRA = [("reductions", "bench_reductions", "Reductions"), ("scan", "bench_scan"
          ("indexing", "bench_indexing", "Gather, index_select, scatter"),
          ("segment", "bench_segment", "Embedding and segment reductions"),
          ("random", "bench_random", "Random numbers and dropout"),
-         ("gemm", "bench_gemm", "GEMM")]
+         ("gemm", "bench_gemm", "GEMM"),
+         ("losses", "bench_losses", "Cross-entropy and fused linear CE")]
 
 
 def _extra_md(res: dict) -> list:

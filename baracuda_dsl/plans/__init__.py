@@ -71,6 +71,8 @@ from . import pad as _pad, segment as _segment  # noqa: E402
 from . import random as _random  # noqa: E402
 from . import ctc as _ctc, loss_row as _loss_row  # noqa: E402
 from . import gemm as _gemm, loss_pointwise as _loss_pointwise  # noqa: E402
+from . import cross_entropy as _cross_entropy  # noqa: E402
+from . import linear_cross_entropy as _linear_cross_entropy  # noqa: E402
 
 
 def _export(*modules) -> None:
@@ -82,6 +84,7 @@ def _export(*modules) -> None:
                 __all__.append(name)
 
 
-_export(_layout, _pad, _indexing, _embedding, _segment, _random, _loss_row, _ctc, _gemm, _loss_pointwise)
+_export(_layout, _pad, _indexing, _embedding, _segment, _random, _loss_row, _ctc, _gemm, _loss_pointwise, _cross_entropy,
+        _linear_cross_entropy)
 __all__ += ["contiguize"]
 from .layout import contiguize  # noqa: E402,F401

@@ -20,3 +20,4 @@ from . import loss_row  # noqa: F401
 from . import ctc  # noqa: F401
 from . import gemm  # noqa: F401
 from . import loss_pointwise  # noqa: F401
+from . import cross_entropy  # noqa: F401
