@@ -70,6 +70,7 @@ from ._plans import set_index_checking
 from . import random  # noqa: E402  (xp.random.Generator / default_rng)
 from . import losses  # noqa: E402  (xp.losses.<torch.nn.functional name>)
 from ._random_extensions import dropout, gumbel_softmax
+from ._softmax_extensions import log_softmax, softmax, sparsemax
 
 __array_api_version__ = "2024.12"
 
@@ -106,4 +107,4 @@ __all__ += ["bincount", "histc", "histogram", "unique_all", "unique_consecutive"
             "unique_counts", "unique_inverse", "unique_values"]
 __all__ += ["concat", "stack", "unstack", "moveaxis", "roll", "take", "take_along_axis", "pad",
             "pixel_shuffle", "pixel_unshuffle", "set_index_checking", *_indexing_extension_names]
-__all__ += ["random", "losses", "dropout", "gumbel_softmax"]
+__all__ += ["random", "losses", "dropout", "gumbel_softmax", "softmax", "log_softmax", "sparsemax"]

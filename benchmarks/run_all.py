@@ -29,7 +29,7 @@ import harness as H  # noqa: E402
 
 # families of issue 4 onwards: (name, module, section title); each module has
 # run(out_dir, quick, log) -> rows (list or dict with "rows") and markdown(that)
-EXTRA = [("reductions", "bench_reductions", "Reductions"), ("scan", "bench_scan", "Scans"),
+EXTRA = [("softmax", "bench_softmax", "Softmax"), ("reductions", "bench_reductions", "Reductions"), ("scan", "bench_scan", "Scans"),
          ("sort", "bench_sort", "Sorting and top-k"),
          ("counting", "bench_counting", "Counting and sets"),
          ("layout", "bench_layout", "Permute, concat, flip"),

@@ -1,0 +1,228 @@
+"""Softmax family without a GPU: descriptor / select validation, SKU choice per row length,
+SKU-space sizes, numpy emulation of the algorithms, cross-compile of samples per arch."""
+
+import math
+
+import numpy as np
+import pytest
+
+from baracuda_dsl import ArchSku, PlanPreference
+from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
+from baracuda_dsl.plans.softmax import (SoftmaxBackwardDescriptor, SoftmaxBackwardPlan,
+                                        SoftmaxDescriptor, SoftmaxPlan,
+                                        SparsemaxBackwardDescriptor, SparsemaxBackwardPlan,
+                                        SparsemaxDescriptor, SparsemaxPlan, _geometry)
+from baracuda_dsl.templates import softmax as spec
+
+PREF = PlanPreference(arch=ArchSku.SM90A)
+P80 = PlanPreference(arch=ArchSku.SM80)
+FW_PLANS = [(SoftmaxPlan, SoftmaxDescriptor), (SparsemaxPlan, SparsemaxDescriptor)]
+BW_PLANS = [(SoftmaxBackwardPlan, SoftmaxBackwardDescriptor),
+            (SparsemaxBackwardPlan, SparsemaxBackwardDescriptor)]
+
+
+@pytest.mark.parametrize("plan,desc", FW_PLANS + BW_PLANS)
+def test_select_validation(plan, desc):
+    p = plan.select(desc((8, 4096), "bf16"), PREF)
+    assert p.sku().arch is ArchSku.SM90A and p.workspace_size() == 0
+    assert p.precision_guarantee().deterministic
+    assert dict(p.sku().knobs)["chunks"] > 0
+    with pytest.raises(UnsupportedError):
+        desc((8, 64), "int32")
+    with pytest.raises(InvalidProblemError):
+        desc((8, 64), "f32", 1.5)
+    with pytest.raises(InvalidProblemError):
+        plan.select(desc((8, -1), "f32"), PREF)
+    with pytest.raises(InvalidProblemError):
+        plan.select(desc((1,) * 9, "f32"), PREF)
+    with pytest.raises(InvalidProblemError):
+        plan.select(desc((8, 64), "f32", 2), PREF)
+    with pytest.raises(InvalidProblemError):
+        plan.select(desc((), "f32"), PREF)
+    with pytest.raises(UnsupportedError):
+        plan.select(desc((2**31, 2), "f32"), PREF)
+    with pytest.raises(InvalidProblemError):
+        plan.select(SoftmaxDescriptor((8, 4)) if desc is not SoftmaxDescriptor
+                    else SparsemaxDescriptor((8, 4)), PREF)
+    # negative axis and a middle axis select fine
+    assert plan.select(desc((4, 5, 6), "f32", -2), PREF)._n == 5
+    assert plan.select(desc((4, 5, 6), "f32", 0), PREF)._m == 30
+
+
+def test_empty_problems():
+    for shape, axis in (((0, 16), -1), ((4, 0), -1), ((0,), 0), ((3, 0, 2), 1)):
+        for plan, desc in FW_PLANS + BW_PLANS:
+            assert plan.select(desc(shape, "f32", axis), PREF).is_empty()
+
+
+def test_log_flags_and_names():
+    p = SoftmaxPlan.select(SoftmaxDescriptor((4, 100), "f16", log=True), PREF)
+    assert p.sku().op == "log_softmax" and p._runtime_flag() == spec.LOG
+    q = SoftmaxBackwardPlan.select(SoftmaxBackwardDescriptor((4, 100), "f16", log=True), PREF)
+    assert q._runtime_flag() == spec.MODE_LOG
+    r = SparsemaxBackwardPlan.select(SparsemaxBackwardDescriptor((4, 100), "f16"), PREF)
+    assert r._runtime_flag() == spec.MODE_SPARSEMAX and r.sku().template == "softmax_bw"
+    assert SparsemaxPlan.select(SparsemaxDescriptor((4, 100)), PREF).sku().template == \
+        "sparsemax_fw"
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16", "bf16", "f64"])
+def test_bucket_choice_covers_row(dt):
+    for n in (1, 7, 33, 511, 512, 513, 1000, 4096, 4097, 8193, 16385, 32768, 32769, 70000,
+              131072, 262144, 262145, 10**6):
+        for plan, desc, bw in ((SoftmaxPlan, SoftmaxDescriptor, False),
+                               (SoftmaxBackwardPlan, SoftmaxBackwardDescriptor, True),
+                               (SparsemaxPlan, SparsemaxDescriptor, False),
+                               (SparsemaxBackwardPlan, SparsemaxBackwardDescriptor, True)):
+            cap = spec.register_cap(dt, bw)
+            sparse = plan is SparsemaxPlan
+            for pref in (PREF, P80):
+                k = dict(plan.select(desc((3, n), dt), pref).sku().knobs)
+                limit = cap if (sparse or pref is P80) else 8 * cap
+                if n <= limit:
+                    assert k["chunks"] > 0 and spec.bucket_cap(k) >= n, (plan, n, k)
+                    # the smallest fitting bucket / cluster
+                    assert spec.bucket_cap(k) < 4 * max(n, 512), (plan, n, k)
+                else:
+                    assert k["chunks"] == 0 and k["cluster"] == 1
+                if pref is P80 or sparse:
+                    assert k["cluster"] == 1
+                assert k in [dict(s) for s in plan._template.skus(
+                    "sm90a" if pref is PREF else "sm80")], k
+    # the benchmark shapes take the register / cluster SKUs on sm90a
+    for n in (4096, 32768, 131072, 262144):
+        k = dict(SoftmaxPlan.select(SoftmaxDescriptor((8, n), "bf16"), PREF).sku().knobs)
+        assert k["chunks"] > 0 and (k["cluster"] > 1) == (n > 32768)
+
+
+def test_sku_space_sizes():
+    from baracuda_dsl.jit import get_template
+
+    total = {}
+    for arch in ("sm80", "sm89", "sm90a"):
+        total[arch] = sum(len(get_template(n).skus(arch))
+                          for n in ("softmax_fw", "softmax_bw", "sparsemax_fw"))
+    assert total["sm90a"] == 43 + 41 + 31 and total["sm80"] == total["sm89"] == 31 + 29 + 31
+    assert max(total.values()) <= 150
+    for n in ("softmax_fw", "softmax_bw", "sparsemax_fw"):
+        for k in get_template(n).skus("sm90a"):
+            k = dict(k)
+            g = get_template(n).geometry(k)
+            assert g.threads <= 1024 and g.smem_bytes < 48 * 1024
+            if n == "sparsemax_fw":  # data-dependent step counts: one row per multi-warp CTA
+                assert k["tpr"] <= 32 or k["rows"] == 1
+
+
+def test_geometry_rules():
+    g = _geometry((4, 6, 8), 2, ("x", "y"), ((48, 8, 1), (48, 8, 1)))
+    assert g.sizes == (1, 1, 24) and g.strides == ((0, 0, 8), (0, 0, 8))
+    # axis in the middle with unit stride (a transposed view)
+    g = _geometry((4, 8, 6), 1, ("x", "y"), ((48, 1, 8), (48, 1, 8)))
+    assert g.sizes == (1, 1, 24) and g.strides[0] == (0, 0, 8)
+    g = _geometry((4, 8, 6), 1, ("x", "y"), ((100, 1, 8), (48, 1, 8)))
+    assert g.sizes == (1, 4, 6) and g.strides == ((0, 100, 8), (0, 48, 8))
+    with pytest.raises(UnsupportedError):
+        _geometry((4, 8), 1, ("x", "y"), ((1, 4), (8, 1)))
+    with pytest.raises(UnsupportedError):  # 4 strided outer groups
+        _geometry((2, 3, 5, 7, 8), 4, ("x",), ((1000, 200, 30, 9, 1),))
+    # broadcast input rows (stride 0) are fine; gcd spots odd strides
+    assert _geometry((4, 8), 1, ("x",), ((0, 1),)).gcd == 8
+    assert _geometry((4, 8), 1, ("x",), ((9, 1),)).gcd == 1
+
+
+# ---------------------------------------------------------------- numpy emulation
+def _michelot(x):
+    """The kernel's sparsemax τ search (numpy emulation, f64)."""
+    tau = x.max() - 1.0
+    k_old = x.size + 1
+    steps = 0
+    while True:
+        sup = x > tau
+        s, k = x[sup].sum(), sup.sum()
+        go = k < k_old and k > 0
+        k_old = k
+        tau = (s - 1.0) / k if k > 0 else tau
+        steps += 1
+        if not go:
+            return tau, steps
+
+
+def _sparsemax_sort(x):
+    z = np.sort(x)[::-1]
+    cs = np.cumsum(z)
+    ks = np.arange(1, x.size + 1)
+    k = ks[1 + ks * z > cs].max()
+    return (cs[k - 1] - 1) / k
+
+
+def test_michelot_matches_sort_based_sparsemax():
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 7, 33, 1000, 4097):
+        for scale in (0.01, 1.0, 30.0):
+            x = rng.standard_normal(n) * scale
+            tau, steps = _michelot(x)
+            assert abs(tau - _sparsemax_sort(x)) < 1e-12 * max(1.0, abs(tau))
+            y = np.maximum(x - tau, 0)
+            assert abs(y.sum() - 1) < 1e-9 and steps <= n + 1
+    # ties and constant rows
+    tau, _ = _michelot(np.full(10, 3.0))
+    assert np.allclose(np.maximum(3.0 - tau, 0), 0.1)
+
+
+def test_online_softmax_emulation():
+    """The loop SKU's per-thread running (max, rescaled sum) merged over threads equals the
+    direct log-sum-exp, including −inf entries and all −inf threads."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(1000) * 20
+    x[::7] = -np.inf
+    x[100:300] = -np.inf
+
+    def safe(m):
+        return 0.0 if m == -math.inf else m
+
+    pairs = []
+    for t in range(16):  # 16 "threads", batches of 8
+        m, s = -math.inf, 0.0
+        for b in range(t * 8, x.size, 128):
+            batch = x[b:b + 8]
+            mb = max(m, batch.max())
+            s = s * math.exp(m - safe(mb)) + np.exp(batch - safe(mb)).sum()
+            m = mb
+        pairs.append((m, s))
+    M = max(p[0] for p in pairs)
+    S = sum(s * math.exp(m - safe(M)) for m, s in pairs)
+    assert M == x.max()
+    assert abs(S - np.exp(x - x.max()).sum()) < 1e-12 * S
+
+
+# ----------------------------------------------------------------- cross-compile
+SAMPLES = [
+    ("softmax_fw", dict(dtype="bf16", vec=8, tpr=128, rows=1, chunks=4, cluster=1)),
+    ("softmax_fw", dict(dtype="f16", vec=1, tpr=256, rows=1, chunks=0, cluster=1)),
+    ("softmax_bw", dict(dtype="f32", vec=4, tpr=512, rows=1, chunks=0, cluster=1)),
+    ("sparsemax_fw", dict(dtype="bf16", vec=8, tpr=32, rows=4, chunks=2, cluster=1)),
+    ("sparsemax_fw", dict(dtype="f64", vec=2, tpr=512, rows=1, chunks=0, cluster=1)),
+]
+SM90A_ONLY = [
+    ("softmax_fw", dict(dtype="bf16", vec=8, tpr=1024, rows=1, chunks=4, cluster=8)),
+    ("softmax_bw", dict(dtype="bf16", vec=8, tpr=1024, rows=1, chunks=4, cluster=8)),
+]
+
+
+@pytest.mark.parametrize("arch", [ArchSku.SM80, ArchSku.SM89, ArchSku.SM90A])
+def test_cross_compile(arch, monkeypatch):
+    pytest.importorskip("cutlass")
+    from baracuda_dsl.jit.template import EXTRA_TEMPLATES_ENV
+
+    # compile workers (spawned) register templates from baracuda_dsl.templates; until that
+    # package imports .softmax, name the module for them explicitly
+    monkeypatch.setenv(EXTRA_TEMPLATES_ENV, "baracuda_dsl.templates.softmax")
+    from baracuda_dsl.jit import freeze_knobs, get_template
+    from baracuda_dsl.jit.compiler import compile_sku
+
+    samples = SAMPLES + (SM90A_ONLY if arch is ArchSku.SM90A else [])
+    for name, knobs in samples:
+        assert freeze_knobs(knobs) in get_template(name).skus(arch.value), (name, knobs)
+        cubin, meta = compile_sku(name, freeze_knobs(knobs), arch, timeout=600)
+        assert len(cubin) > 1000 and meta["threads"] == knobs["tpr"] * knobs["rows"]
+        assert meta["cluster"] == knobs["cluster"]
