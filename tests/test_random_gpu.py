@@ -174,8 +174,10 @@ def test_uniform_stats(dtype):
     n = 1 << 20
     out, _ = _draw("uniform", (n,), dtype, 11, 0)
     u = _np(out).astype(np.float64)
-    assert abs(u.mean() - 0.5) < 5 * math.sqrt(1 / 12 / n)
-    assert abs(u.var() - 1 / 12) < 5 * math.sqrt(1 / 180 / n)
+    # k random bits give the discrete uniform {j / 2^k}: mean (1 − 2^-k)/2, var (1 − 4^-k)/12
+    k = {"float32": 24, "float16": 11, "bfloat16": 8, "float64": 53}[dtype]
+    assert abs(u.mean() - (1 - 2.0 ** -k) / 2) < 5 * math.sqrt(1 / 12 / n)
+    assert abs(u.var() - (1 - 4.0 ** -k) / 12) < 5 * math.sqrt(1 / 180 / n)
     d, crit = _ks(u[: 1 << 16], lambda x: np.clip(x, 0, 1))
     assert d < crit + (2.0 ** -8 if dtype == "bfloat16" else 0.0)
 
