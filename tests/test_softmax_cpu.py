@@ -14,6 +14,8 @@ from baracuda_dsl.plans.softmax import (SoftmaxBackwardDescriptor, SoftmaxBackwa
                                         SparsemaxDescriptor, SparsemaxPlan, _geometry)
 from baracuda_dsl.templates import softmax as spec
 
+LOG2E_T = 1.4426950408889634
+
 PREF = PlanPreference(arch=ArchSku.SM90A)
 P80 = PlanPreference(arch=ArchSku.SM80)
 FW_PLANS = [(SoftmaxPlan, SoftmaxDescriptor), (SparsemaxPlan, SparsemaxDescriptor)]
@@ -92,7 +94,39 @@ def test_bucket_choice_covers_row(dt):
     # the benchmark shapes take the register / cluster SKUs on sm90a
     for n in (4096, 32768, 131072, 262144):
         k = dict(SoftmaxPlan.select(SoftmaxDescriptor((8, n), "bf16"), PREF).sku().knobs)
-        assert k["chunks"] > 0 and (k["cluster"] > 1) == (n > 32768)
+        assert k["chunks"] > 0 and (k["cluster"] > 1) == (n > spec.single_cta_max("bf16"))
+    # two-byte 32K / 128K rows: half-size clusters (16K-element slices of 512 threads)
+    for n, c in ((32768, 2), (131072, 8)):
+        k = dict(SoftmaxPlan.select(SoftmaxDescriptor((8, n), "bf16"), PREF).sku().knobs)
+        assert (k["cluster"], k["tpr"], spec.bucket_cap(k)) == (c, 512, 16384 * c), k
+
+
+def test_ladder_override_hooks(monkeypatch):
+    """SINGLE_CTA_MAX_FW / CLUSTER_LADDER_FW (set from benchmarks/sweep_softmax.py) move rows to
+    half-size clusters on sm90a; every choice stays inside the prebuilt space; sm80 unchanged."""
+    monkeypatch.setattr(spec, "SINGLE_CTA_MAX_FW", {"bf16": 16384, "f32": 16384})
+    monkeypatch.setattr(spec, "CLUSTER_LADDER_FW",
+                        ((2, True), (4, True), (8, True), (8, False)))
+    monkeypatch.setattr(spec, "CLUSTER_LADDER_FW_DTYPE", {})
+    space = [dict(s) for s in spec.SOFTMAX_FW.skus("sm90a")]
+    for dt in ("bf16", "f32", "f16", "f64"):
+        for n in (4096, 16384, 16385, 32768, 65536, 131072, 131073, 262144, 262145):
+            k = dict(SoftmaxPlan.select(SoftmaxDescriptor((2, n), dt), PREF).sku().knobs)
+            assert k in space, k
+            if n > 8 * spec.register_cap(dt):
+                assert k["chunks"] == 0
+                continue
+            assert k["chunks"] > 0 and spec.bucket_cap(k) >= n, (dt, n, k)
+            one = 16384 if dt in ("bf16", "f32") else spec.register_cap(dt)
+            assert (k["cluster"] == 1) == (n <= one), (dt, n, k)
+            if dt in ("bf16", "f32") and 16384 < n <= 131072:
+                assert spec.bucket_cap(k) // k["cluster"] == 16384, (dt, n, k)  # half slices
+    k = dict(SoftmaxPlan.select(SoftmaxDescriptor((2, 32768), "bf16"), P80).sku().knobs)
+    assert k["cluster"] == 1 and k["chunks"] > 0
+    # backward unaffected
+    k = dict(SoftmaxBackwardPlan.select(SoftmaxBackwardDescriptor((2, 32768), "bf16"),
+                                        PREF).sku().knobs)
+    assert k["cluster"] == 1
 
 
 def test_sku_space_sizes():
@@ -102,7 +136,8 @@ def test_sku_space_sizes():
     for arch in ("sm80", "sm89", "sm90a"):
         total[arch] = sum(len(get_template(n).skus(arch))
                           for n in ("softmax_fw", "softmax_bw", "sparsemax_fw"))
-    assert total["sm90a"] == 43 + 41 + 31 and total["sm80"] == total["sm89"] == 31 + 29 + 31
+    # sm90a FW: 31 + 3 ladder clusters × 4 dtypes + 3 half-size sweep clusters × 4 dtypes
+    assert total["sm90a"] == 55 + 41 + 31 and total["sm80"] == total["sm89"] == 31 + 29 + 31
     assert max(total.values()) <= 150
     for n in ("softmax_fw", "softmax_bw", "sparsemax_fw"):
         for k in get_template(n).skus("sm90a"):
@@ -195,6 +230,63 @@ def test_online_softmax_emulation():
     assert abs(S - np.exp(x - x.max()).sum()) < 1e-12 * S
 
 
+def test_exp_shift_form_for_huge_values():
+    """exp(x − m) must be exp2((x − m)·log2 e): the fused form fma(x, log2 e, −m·log2 e) leaves
+    the rounding error of m·log2 e (≈ 1e31 at m = 1e38 in f32), which exp2 turns into inf / 0."""
+    f32 = np.float32
+    x = f32(1e38)
+    ml = f32(x * f32(LOG2E_T))
+    # the FMA: exact product (fits f64) minus the rounded pre-scaled max
+    fused = float(x) * float(f32(LOG2E_T)) - float(ml)
+    assert abs(fused) > 1e20  # exp2 of that is inf or 0: the old NaN rows
+    diff = (x - x) * f32(LOG2E_T)
+    assert diff == 0.0
+
+
+def _register_mode(x, threads):
+    """numpy f32 emulation of the register-mode forward: each thread's (max, Σ exp(x − own max))
+    with its exps kept, pairs merged (max, rescaled sums), then y = e · exp(m_t − M) / S."""
+    f32 = np.float32
+
+    def safe(m):
+        return f32(0.0) if m == -np.inf else m
+
+    def ex(v, ms):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.exp2((v - ms) * f32(LOG2E_T)).astype(f32)
+
+    parts = np.array_split(x.astype(f32), threads)
+    ms = [p.max() if p.size else f32(-np.inf) for p in parts]
+    es = [ex(p, safe(m)) for p, m in zip(parts, ms)]
+    M = max(ms)
+    with np.errstate(invalid="ignore"):
+        S = sum(f32(e.sum()) * ex(f32(m), safe(M)) for e, m in zip(es, ms))
+        return np.concatenate([e * (ex(f32(m), safe(M)) / S) for e, m in zip(es, ms)])
+
+
+def test_register_mode_emulation_extremes():
+    rng = np.random.default_rng(2)
+    for n in (33, 4096):
+        base = (rng.standard_normal(n) * 3 + 0.3).astype(np.float32)
+        rows = [base.copy() for _ in range(4)]
+        rows[0][::3] = 1e38
+        rows[1][::2] = -np.inf
+        rows[2][:] = -np.inf
+        rows[3][5] = -1e38
+        for r, x in enumerate(rows):
+            y = _register_mode(x, 16)
+            if r == 2:
+                assert np.isnan(y).all()
+                continue
+            xd = x.astype(np.float64)
+            ref = np.exp(xd - xd.max())
+            ref /= ref.sum()
+            assert np.isfinite(y).all()
+            assert np.allclose(y, ref, rtol=1e-5, atol=1e-30)
+            if r == 1:
+                assert (y[::2] == 0).all()
+
+
 # ----------------------------------------------------------------- cross-compile
 SAMPLES = [
     ("softmax_fw", dict(dtype="bf16", vec=8, tpr=128, rows=1, chunks=4, cluster=1)),
@@ -206,6 +298,8 @@ SAMPLES = [
 SM90A_ONLY = [
     ("softmax_fw", dict(dtype="bf16", vec=8, tpr=1024, rows=1, chunks=4, cluster=8)),
     ("softmax_bw", dict(dtype="bf16", vec=8, tpr=1024, rows=1, chunks=4, cluster=8)),
+    # a half-size sweep cluster (512-thread slices)
+    ("softmax_fw", dict(dtype="bf16", vec=8, tpr=512, rows=1, chunks=4, cluster=2)),
 ]
 
 

@@ -45,6 +45,8 @@ def _poison(torch, shape, dt):
 def _sparsemax_ref(x, dim=-1):
     """Sort-based sparsemax in torch (differentiable through autograd)."""
     torch = _torch()
+    if x.numel() == 0:
+        return x * 1.0  # empty rows (or no rows): nothing to gather, keep the graph
     z, _ = torch.sort(x, dim=dim, descending=True)
     cs = z.cumsum(dim)
     n = x.shape[dim]
@@ -54,6 +56,23 @@ def _sparsemax_ref(x, dim=-1):
     k = ((1 + ks * z) > cs).to(x.dtype).sum(dim=dim, keepdim=True)
     tau = (cs.gather(dim, k.long() - 1) - 1) / k
     return torch.clamp(x - tau, min=0)
+
+
+#: outputs below the smallest normal are subnormals spaced 2^-24 (f16) / 2^-133 (bf16) apart,
+#: so their relative error is not bounded by the dtype's epsilon; f32 / f64 math may flush
+#: subnormals (ftz): allow the smallest normal there
+SUBNORMAL_STEP = {"float16": 2.0 ** -24, "bfloat16": 2.0 ** -133, "float32": 2.0 ** -126,
+                  "float64": 2.0 ** -1022}
+
+
+def close_rows(out, ref, dt, rtol):
+    """Element-wise |out − ref| <= rtol·|ref| + 4 subnormal steps of ``dt`` (float64 compare)."""
+    torch = _torch()
+    out = out.double()
+    ref = ref.double()
+    assert not torch.isnan(out).any(), "NaN in output (unwritten poisoned element?)"
+    bad = (out - ref).abs() > rtol * ref.abs() + 4 * SUBNORMAL_STEP[dt]
+    return int(bad.sum().item())
 
 
 def _tol(dt, n):
@@ -180,8 +199,12 @@ def test_extreme_rows(dt, n):
         assert torch.isnan(y[2]).all()
         for r in (0, 1, 3):
             fin = torch.isfinite(ref[r])
-            assert torch.equal(torch.isfinite(y[r]), fin)
-            assert relerr(y[r][fin], ref[r][fin]) < _tol(dt, n) * 2
+            assert torch.equal(torch.isfinite(y[r]), fin), (r, log)
+            if log:
+                assert relerr(y[r][fin], ref[r][fin]) < _tol(dt, n) * 2, (r, log)
+            else:
+                # huge rows give tiny probabilities (f16: 1e-5 is subnormal): element-wise
+                assert close_rows(y[r][fin], ref[r][fin], dt, _tol(dt, n) * 2) == 0, (r, log)
             if not log:
                 assert (y[r][~fin] == 0).all() if (~fin).any() else True
         if not log:

@@ -5,13 +5,15 @@ row-length bucket (log vs plain is the runtime flag ``LOG``).
     log_softmax: y = x − m − log(S)
 
 Register mode (``chunks > 0``): each thread loads ``chunks`` vectors of its row (16-byte loads),
-keeps them in registers, reduces the row max (warp shuffles + one shared slot per warp), then
-Σ exp(x − max), and writes y: x is read once (1 read + 1 write).  With a thread-block cluster
+keeps them in registers, computes its (max, Σ exp(x − max)) pair, merges the row's pairs (warp
+shuffles + one shared slot per warp, one barrier), rescales and writes y: x is read once (1 read
++ 1 write).  With a thread-block cluster
 (sm90a) each CTA holds a slice of the row; the CTAs' (max, sum-exp) pairs are exchanged through
 distributed shared memory and merged in rank order.  Loop mode (``chunks == 0``, any ``N``): one
 online pass keeps a running (max, rescaled sum) per thread, the row's pairs are merged, and a
-second pass writes y (2 reads + 1 write; the second read mostly hits L2).  exp is exp2 of an FMA
-with a log2(e) prescale; half types compute in f32, f64 in f64.
+second pass writes y (2 reads + 1 write; the second read mostly hits L2).  exp(x − m) is
+exp2((x − m)·log2 e) (difference first: no overflow / cancellation for huge x); half types
+compute in f32, f64 in f64.
 """
 
 from __future__ import annotations
@@ -24,9 +26,8 @@ from cutlass import Int32, Int64, const_expr
 
 from ..templates.softmax import LOG, SLOTS, _geometry
 from .reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_rank,
-                             compute_type, element_type, row_allreduce_sum, row_offset)
-from .softmax_base import (LOG2E, cluster_online, exp_shift, row_allreduce_max,
-                           row_allreduce_online, safe_max)
+                             compute_type, element_type, row_offset)
+from .softmax_base import cluster_online, exp_sub, row_allreduce_online, safe_max
 
 
 def build(knobs: dict):
@@ -71,34 +72,35 @@ def build(knobs: dict):
             # the cluster's start-up barrier (peers' shared memory live before remote stores)
             # overlaps the loads in flight
             cbuf = alloc_cluster_buffer(CT, rows, SLOTS, C)
+            # one online (max, sum-exp) reduction: each thread exponentiates against its own
+            # max, the thread / warp / CTA pairs merge with one barrier, the cluster's with one
+            # cluster barrier, and each thread rescales by exp(m_thread − m_row) at the end
             m = CT(NEG)
             for c in cutlass.range_constexpr(chunks):
                 for e in cutlass.range_constexpr(vec):
                     xf[e, c] = CT(rx[e, c])
                     m = cutlass.max(m, xf[e, c])
-            m = row_allreduce_max(m, buf, tpr, 0, rin, lane)
-            ml = safe_max(m) * CT(LOG2E)
+            ms = safe_max(m)
             s = CT(0.0)
             if is_log:
                 for c in cutlass.range_constexpr(chunks):
                     for e in cutlass.range_constexpr(vec):
-                        s = s + exp_shift(xf[e, c], ml)
+                        s = s + exp_sub(xf[e, c], ms)
             else:
                 for c in cutlass.range_constexpr(chunks):
                     for e in cutlass.range_constexpr(vec):
-                        xf[e, c] = exp_shift(xf[e, c], ml)
+                        xf[e, c] = exp_sub(xf[e, c], ms)
                         s = s + xf[e, c]
-            s = row_allreduce_sum(s, buf, tpr, 1, rin, lane)
-            mt, st = cluster_online(m, s, cbuf, C, 0, 1, rin, lane)
+            mt, st = row_allreduce_online(m, s, buf, tpr, 0, 1, rin, lane)
+            mt, st = cluster_online(mt, st, cbuf, C, 0, 1, rin, lane)
             if is_log:
                 sub = mt + cute.math.log(st)
                 for c in cutlass.range_constexpr(chunks):
                     for e in cutlass.range_constexpr(vec):
                         rx[e, c] = T(xf[e, c] - sub)
             else:
-                scale = CT(1.0) / st
-                if const_expr(C > 1):
-                    scale = exp_shift(m, safe_max(mt) * CT(LOG2E)) / st
+                # m = −inf (only −inf / padding here): scale 0, y = 0; all −inf row: 0/0 = NaN
+                scale = exp_sub(m, safe_max(mt)) / st
                 for c in cutlass.range_constexpr(chunks):
                     for e in cutlass.range_constexpr(vec):
                         rx[e, c] = T(xf[e, c] * scale)
@@ -126,14 +128,14 @@ def build(knobs: dict):
                     for u in cutlass.range_constexpr(U):
                         for e in cutlass.range_constexpr(vec):
                             mb = cutlass.max(mb, CT(rx[e, u]))
-                    ml = safe_max(mb) * CT(LOG2E)
-                    s = s * exp_shift(m, ml)
+                    ml = safe_max(mb)
+                    s = s * exp_sub(m, ml)
                     for u in cutlass.range_constexpr(U):
                         for e in cutlass.range_constexpr(vec):
-                            s = s + exp_shift(CT(rx[e, u]), ml)
+                            s = s + exp_sub(CT(rx[e, u]), ml)
                     m = mb
             mt, st = row_allreduce_online(m, s, buf, tpr, 0, 1, rin, lane)
-            mlt = safe_max(mt) * CT(LOG2E)
+            mlt = safe_max(mt)
             sub = mt + cute.math.log(st)
             scale = CT(1.0) / st
             if valid:
@@ -148,7 +150,7 @@ def build(knobs: dict):
                     else:
                         for u in cutlass.range_constexpr(U):
                             for e in cutlass.range_constexpr(vec):
-                                rx[e, u] = T(exp_shift(CT(rx[e, u]), mlt) * scale)
+                                rx[e, u] = T(exp_sub(CT(rx[e, u]), mlt) * scale)
                     for u in cutlass.range_constexpr(U):
                         if v0 + u * tpr < nvec:
                             cute.autovec_copy(rx[None, u], gy[None, v0 + u * tpr])

@@ -10,10 +10,15 @@ rows per CTA, a shared buffer ``buf[row, warp, slot]`` from ``alloc_reduction_bu
   in, :func:`online_merge` merges two pairs, :func:`row_allreduce_online` merges the pairs of a
   row's threads (one barrier) and :func:`cluster_online` those of a thread-block cluster's CTAs
   (one cluster barrier, merged in rank order: every CTA gets the bit-identical pair).
-  ``exp`` is computed as ``exp2((x − m)·log2 e)`` (one FMA + ex2).  An ``m`` of −inf (no finite
-  element yet) is treated as 0 when subtracted, so empty partials contribute exactly 0 and never
-  NaN; a row of only −inf gives s = 0 (softmax 0/0 = NaN, as PyTorch).
-* :func:`exp_c` — exp2 in the compute type (ex2.approx for f32, libdevice for f64).
+  ``exp`` is computed as ``exp2((x − m)·log2 e)``: the difference first (exact when x is near m),
+  then the scale.  (The one-FMA form ``x·log2e − m·log2e`` is NOT used: for huge |x| the
+  rounding error of the pre-scaled max, up to ulp(m·log2e)/2 ≈ 1e31 at m = 1e38, is amplified
+  to exp2(±1e31) = inf / 0 and whole rows became NaN.)  An ``m`` of −inf (no finite element
+  yet) is treated as 0 when subtracted, so empty partials contribute exactly 0 and never NaN; a
+  row of only −inf gives s = 0 (softmax 0/0 = NaN, as PyTorch).
+* :func:`exp_sub` — exp(x − m) as exp2((x − m)·log2 e) (all helpers here use it);
+  :func:`exp_shift` — the older one-FMA form with a pre-scaled max (unsafe for huge x).
+* :func:`exp_c` — exp in the compute type (ex2.approx for f32, libdevice for f64).
 
 Reduction order is fixed: results are bit-identical from run to run.
 """
@@ -57,8 +62,17 @@ def safe_max(m):
 
 
 @cute.jit
+def exp_sub(x, ms):
+    """exp(x − ms) with ``ms = safe_max(m)`` (finite): exp2((x − ms)·log2 e), no cancellation
+    for huge x (x − ms is exact near the max; −inf − ms = −inf gives exactly 0)."""
+    return exp2_c((x - ms) * type(x)(LOG2E))
+
+
+@cute.jit
 def exp_shift(x, ms_l2e):
-    """exp(x − ms) with ``ms_l2e = safe_max(m)·log2 e`` precomputed: one FMA + exp2."""
+    """exp(x − ms) with ``ms_l2e = safe_max(m)·log2 e`` precomputed: one FMA + exp2.  Kept for
+    existing callers; NOT safe for |x| ≳ 1e30 (f32) / 1e290 (f64): the rounding error of the
+    pre-scaled max is amplified (see the module docstring) — prefer :func:`exp_sub`."""
     return exp2_c(x * type(x)(LOG2E) - ms_l2e)
 
 
@@ -66,8 +80,8 @@ def exp_shift(x, ms_l2e):
 def online_merge(m1, s1, m2, s2):
     """Merge two (max, sum-exp) pairs."""
     m = _max(m1, m2)
-    ml = safe_max(m) * type(m)(LOG2E)
-    s = s1 * exp_shift(m1, ml) + s2 * exp_shift(m2, ml)
+    ml = safe_max(m)
+    s = s1 * exp_sub(m1, ml) + s2 * exp_sub(m2, ml)
     return m, s
 
 
@@ -91,8 +105,8 @@ def row_allreduce_max(val, buf, tpr: cutlass.Constexpr, slot: cutlass.Constexpr,
 def warp_online(m, s, width: cutlass.Constexpr):
     """(max, sum-exp) merged over groups of ``width`` lanes (butterfly: all lanes get it)."""
     mm = cute.arch.warp_reduction(m, _max, threads_in_group=width)
-    ml = safe_max(mm) * type(mm)(LOG2E)
-    ss = cute.arch.warp_reduction(s * exp_shift(m, ml), operator.add,
+    ml = safe_max(mm)
+    ss = cute.arch.warp_reduction(s * exp_sub(m, ml), operator.add,
                                   threads_in_group=width)
     return mm, ss
 
@@ -100,23 +114,20 @@ def warp_online(m, s, width: cutlass.Constexpr):
 @cute.jit
 def row_allreduce_online(m, s, buf, tpr: cutlass.Constexpr, slot_m: cutlass.Constexpr,
                          slot_s: cutlass.Constexpr, row_in_cta, lane_in_row):
-    """Merge the row's per-thread (max, sum-exp) pairs; every thread gets the row's pair.
-    Warps merge by shuffles, then each thread merges the warps' pairs in warp order."""
+    """Merge the row's per-thread (max, sum-exp) pairs; every thread gets the row's pair (one
+    barrier).  Warps merge by shuffles; then every warp loads the warps' pairs (lane w holds
+    warp w mod NW's) and merges them with the same butterfly: one exp per thread, and the xor
+    butterfly gives every lane of every warp the bit-identical pair (fixed order)."""
     if const_expr(tpr <= WARP):
         return warp_online(m, s, tpr)
     wm, ws = warp_online(m, s, WARP)
-    if lane_in_row % WARP == 0:
+    lw = lane_in_row % WARP
+    if lw == 0:
         buf[row_in_cta, lane_in_row // WARP, slot_m] = wm
         buf[row_in_cta, lane_in_row // WARP, slot_s] = ws
     cute.arch.barrier()
-    tm = buf[row_in_cta, 0, slot_m]
-    for w in cutlass.range_constexpr(1, tpr // WARP):
-        tm = _max(tm, buf[row_in_cta, w, slot_m])
-    ml = safe_max(tm) * type(tm)(LOG2E)
-    ts = buf[row_in_cta, 0, slot_s] * exp_shift(buf[row_in_cta, 0, slot_m], ml)
-    for w in cutlass.range_constexpr(1, tpr // WARP):
-        ts = ts + buf[row_in_cta, w, slot_s] * exp_shift(buf[row_in_cta, w, slot_m], ml)
-    return tm, ts
+    NW = tpr // WARP  # a power of two <= 32: every group of NW lanes merges the same pairs
+    return warp_online(buf[row_in_cta, lw % NW, slot_m], buf[row_in_cta, lw % NW, slot_s], NW)
 
 
 @cute.jit
@@ -149,10 +160,10 @@ def cluster_online(m, s, cbuf, C: cutlass.Constexpr, slot_m: cutlass.Constexpr,
     tm = cbuf[row_in_cta, slot_m, 0]
     for r in cutlass.range_constexpr(1, C):
         tm = _max(tm, cbuf[row_in_cta, slot_m, r])
-    ml = safe_max(tm) * type(tm)(LOG2E)
-    ts = cbuf[row_in_cta, slot_s, 0] * exp_shift(cbuf[row_in_cta, slot_m, 0], ml)
+    ml = safe_max(tm)
+    ts = cbuf[row_in_cta, slot_s, 0] * exp_sub(cbuf[row_in_cta, slot_m, 0], ml)
     for r in cutlass.range_constexpr(1, C):
-        ts = ts + cbuf[row_in_cta, slot_s, r] * exp_shift(cbuf[row_in_cta, slot_m, r], ml)
+        ts = ts + cbuf[row_in_cta, slot_s, r] * exp_sub(cbuf[row_in_cta, slot_m, r], ml)
     return tm, ts
 
 
@@ -176,6 +187,6 @@ def neg_inf(ct):
     return ct(-math.inf)
 
 
-__all__ = ["LOG2E", "LN2", "exp2_c", "exp_c", "safe_max", "exp_shift", "online_merge",
-           "row_allreduce_max", "warp_online", "row_allreduce_online", "cluster_online",
-           "cluster_max", "neg_inf", "Float32"]
+__all__ = ["LOG2E", "LN2", "exp2_c", "exp_c", "safe_max", "exp_sub", "exp_shift",
+           "online_merge", "row_allreduce_max", "warp_online", "row_allreduce_online",
+           "cluster_online", "cluster_max", "neg_inf", "Float32"]

@@ -11,10 +11,13 @@ Kernel choice (``plan.sku()`` reports the primary SKU): rows up to one CTA's reg
 (32768 elements forward, 16384 for f64; backward 32768 two-byte / 16384 f32 / 8192 f64) use the
 smallest bucket that fits (the row is read once); on sm90a longer rows up to 8 buckets are split
 over a thread-block cluster of 2, 4 or 8 CTAs (forward up to 262144 elements for 2-byte and f32
-rows); anything longer takes the loop SKU (the row is read twice).  Operands that are not 16-byte
+rows; two-byte forward rows over 16384 use 2/4/8 half-size 512-thread slices of 16K elements,
+then 8 full slices); anything longer takes the loop SKU (the row is read twice).  Operands that are not 16-byte
 aligned, or N / outer strides not multiples of the vector width, run the generic element-wise
 loop SKU of the same family (same results, lower bandwidth).  Sparsemax has no cluster SKUs:
-rows beyond one CTA's registers take the loop SKU.
+rows beyond one CTA's registers take the loop SKU.  The forward's ladder is data:
+``templates/softmax.py`` CLUSTER_LADDER_FW (rungs) and SINGLE_CTA_MAX_FW (longest row kept in one
+CTA on sm90a), chosen with ``benchmarks/sweep_softmax.py``; half-size cluster SKUs are prebuilt.
 """
 
 from __future__ import annotations
@@ -70,14 +73,19 @@ def primary_knobs(dt: DType, n: int, arch, backward: bool = False,
     """Smallest register bucket that holds the row; on sm90a (not sparsemax) rows up to 8
     buckets long are split over a 2/4/8-CTA cluster; longer rows take the vectorised loop SKU."""
     cap = spec.register_cap(dt.short, backward)
-    if n <= cap:
+    clusters = arch is ArchSku.SM90A and not sparse
+    one = spec.single_cta_max(dt.short, backward) if clusters else cap
+    if n <= one:
         b = next(c for c in spec.BUCKETS if c >= n)
         k = dict(dtype=dt.short, cluster=1, **spec.bucket_config(dt.short, b, backward))
         return spec.sparse_config(k) if sparse else k
-    if arch is ArchSku.SM90A and not sparse:
-        for c, half in spec.cluster_ladder(backward):
+    if clusters:
+        for c, half in spec.cluster_ladder(backward, dt.short):
             if n <= cap // (2 if half else 1) * c:
                 return dict(dtype=dt.short, **spec.cluster_config(dt.short, c, backward, half))
+        if n <= cap:  # single_cta_max lowered below the cap and no rung fits: one CTA
+            b = next(c for c in spec.BUCKETS if c >= n)
+            return dict(dtype=dt.short, cluster=1, **spec.bucket_config(dt.short, b, backward))
     return dict(dtype=dt.short, cluster=1, **spec.loop_config(dt.short, True))
 
 

@@ -71,10 +71,36 @@ def loop_config(dtype: str, vectorised: bool) -> dict:
 CLUSTER_LADDER_FW = ((2, False), (4, False), (8, False))
 CLUSTER_LADDER_BW = ((2, False), (4, False), (8, False))
 CLUSTERS = (2, 4, 8)
+#: forward cluster SKUs built (prebuild) but not on the ladder: half-size slices (a 16K-element
+#: two-byte / f32 slice a CTA, 8K f64).  At <= 64 registers a thread, two 512-thread CTAs fit an
+#: SM, so one CTA's exp / convert / reduce phase overlaps the other's loads (a full 1024-thread
+#: CTA runs alone on its SM).  benchmarks/sweep_softmax.py times them against the ladder.
+CLUSTER_EXTRA_FW = ((2, True), (4, True), (8, True))
+#: two-byte forward ladder: 16K-element slices of 512 threads (52–57 registers: two CTAs per
+#: SM, so exp / convert overlaps the next slice's loads) up to 8 × 16K, then 8 full slices.  The
+#: full-slice ladder ran at 0.84 / 0.61 / 0.57 of copy at 32K / 128K / 256K on the H100 (one
+#: 1024-thread CTA per SM: its exp phase is not overlapped), the backward (no exp) at 0.99.
+HALF_LADDER = ((2, True), (4, True), (8, True), (8, False))
+#: per-dtype forward ladders (others: CLUSTER_LADDER_FW); f32's half slices are 1024-thread CTAs
+#: (one per SM beyond C = 2), so f32 keeps the full ladder until a sweep says otherwise
+CLUSTER_LADDER_FW_DTYPE = {"bf16": HALF_LADDER, "f16": HALF_LADDER}
+#: forward rows longer than this (per dtype; default: the register cap) go to the cluster ladder
+#: on sm90a even when one CTA could hold them (two-byte rows of 16K+ use half-size clusters;
+#: set {} to go back to one 1024-thread CTA up to 32K)
+SINGLE_CTA_MAX_FW: dict = {"bf16": 16384, "f16": 16384}
 
 
-def cluster_ladder(backward: bool = False):
-    return CLUSTER_LADDER_BW if backward else CLUSTER_LADDER_FW
+def cluster_ladder(backward: bool = False, dtype: str = None):
+    """(CTAs, half) rungs in order of preference for ``dtype``'s rows beyond one CTA."""
+    if backward:
+        return CLUSTER_LADDER_BW
+    return CLUSTER_LADDER_FW_DTYPE.get(dtype, CLUSTER_LADDER_FW)
+
+
+def single_cta_max(dtype: str, backward: bool = False) -> int:
+    """Longest row served by one CTA's register bucket on sm90a (other archs: the cap)."""
+    cap = register_cap(dtype, backward)
+    return cap if backward else min(cap, SINGLE_CTA_MAX_FW.get(dtype, cap))
 
 
 def cluster_config(dtype: str, clusters: int, backward: bool = False, half: bool = False) -> dict:
@@ -101,8 +127,14 @@ def _space(backward: bool, clusters: bool = True):
                 k = dict(dtype=dt, cluster=1, **bucket_config(dt, cap, backward))
                 yield k if clusters else sparse_config(k)
         if clusters:
-            for c, half in cluster_ladder(backward):
-                yield dict(dtype=dt, **cluster_config(dt, c, backward, half))
+            seen = []
+            extra = () if backward else CLUSTER_EXTRA_FW
+            for c, half in cluster_ladder(backward, dt) + CLUSTER_LADDER_FW * (not backward) \
+                    + extra:
+                k = dict(dtype=dt, **cluster_config(dt, c, backward, half))
+                if k not in seen:
+                    seen.append(k)
+                    yield k
         yield dict(dtype=dt, cluster=1, **loop_config(dt, True))
         yield dict(dtype=dt, cluster=1, **loop_config(dt, False))
 
