@@ -11,10 +11,11 @@ Arrays live on CUDA devices in stream-ordered pool memory; views share memory; D
 with torch / cupy in both directions (``xp.from_dlpack``, ``torch.from_dlpack(x)``).
 
 Wired: creation and manipulation functions, every elementwise function of the standard and the
-Array operators (Python scalars per 2024.12; one GPU kernel per call), ML extensions (activations,
-gated units, ``lerp``/``addcmul``/``addcdiv``/``fma``, special functions, normalizations).  Only
-what is listed in ``__all__`` is wired: anything else (reductions, linear algebra, ``@``, ...) is
-absent.  Default dtypes: float32, complex64, int64; float16 and bfloat16 are extension dtypes that
+Array operators (Python scalars per 2024.12; one GPU kernel per call), statistics, sorting,
+sets, indexing, ``matmul``/``@``/``tensordot``/``vecdot`` and the ``linalg`` extension (products
+only; factorisations raise UnsupportedError), and ML extensions (activations, normalizations,
+softmax family, ``xp.losses``, ``xp.random``, dropout, ``linear``).  Only what is listed in
+``__all__`` is wired: anything else (fft, ...) is absent.  Default dtypes: float32, complex64, int64; float16 and bfloat16 are extension dtypes that
 promote like the standard's floats (to float32 with each other).
 """
 
@@ -71,6 +72,8 @@ from . import random  # noqa: E402  (xp.random.Generator / default_rng)
 from . import losses  # noqa: E402  (xp.losses.<torch.nn.functional name>)
 from ._random_extensions import dropout, gumbel_softmax
 from ._softmax_extensions import log_softmax, softmax, sparsemax
+from ._linear_algebra_functions import linear, matmul, tensordot, vecdot
+from . import linalg  # noqa: E402  (xp.linalg: the standard's linear algebra extension)
 
 __array_api_version__ = "2024.12"
 
@@ -108,3 +111,4 @@ __all__ += ["bincount", "histc", "histogram", "unique_all", "unique_consecutive"
 __all__ += ["concat", "stack", "unstack", "moveaxis", "roll", "take", "take_along_axis", "pad",
             "pixel_shuffle", "pixel_unshuffle", "set_index_checking", *_indexing_extension_names]
 __all__ += ["random", "losses", "dropout", "gumbel_softmax", "softmax", "log_softmax", "sparsemax"]
+__all__ += ["matmul", "tensordot", "vecdot", "linear", "linalg"]

@@ -6,7 +6,8 @@ owner.  Operators follow the standard (2024.12): every arithmetic, bitwise and c
 with its reflected and in-place forms, built on the elementwise functions (``x + 1`` is
 ``add(x, 1)``, ``2 - x`` is ``subtract(2, x)``); operands are Arrays or Python scalars (other
 types: ``NotImplemented``); in-place forms write into the array itself (views see the result) and
-require the result dtype and broadcast shape to be the array's own.  ``@`` is not wired yet.
+require the result dtype and broadcast shape to be the array's own.  ``@`` / ``@=`` are
+:func:`array_api.matmul` (``_linear_algebra_functions``).
 """
 
 from __future__ import annotations
@@ -326,17 +327,30 @@ class Array:
         else:
             _dispatch.copy_into(value, target)
 
-    # ----------------------------------------------------------------------- matmul (not wired)
+    # ----------------------------------------------------------------------- matmul
     def __matmul__(self, other, /):
+        """``self @ other``: :func:`array_api.matmul` (Arrays only)."""
         if not isinstance(other, Array):
             return NotImplemented
-        raise UnsupportedError("matmul (@) is not wired yet (it comes with the GEMM family)")
+        from ._linear_algebra_functions import matmul
+
+        return matmul(self, other)
 
     def __rmatmul__(self, other, /):
-        return self.__matmul__(other)
+        """``other @ self``: :func:`array_api.matmul` (Arrays only)."""
+        if not isinstance(other, Array):
+            return NotImplemented
+        from ._linear_algebra_functions import matmul
+
+        return matmul(other, self)
 
     def __imatmul__(self, other, /):
-        return self.__matmul__(other)
+        """``self @= other``: matmul written into self (same dtype and shape required)."""
+        if not isinstance(other, Array):
+            return NotImplemented
+        from ._linear_algebra_functions import imatmul
+
+        return imatmul(self, other)
 
 
 # --------------------------------------------------------------------------- operators

@@ -74,6 +74,7 @@ from . import gemm as _gemm, loss_pointwise as _loss_pointwise  # noqa: E402
 from . import cross_entropy as _cross_entropy  # noqa: E402
 from . import linear_cross_entropy as _linear_cross_entropy  # noqa: E402
 from . import softmax as _softmax  # noqa: E402
+from . import gemm_batched as _gemm_batched  # noqa: E402
 
 
 def _export(*modules) -> None:
@@ -86,6 +87,6 @@ def _export(*modules) -> None:
 
 
 _export(_layout, _pad, _indexing, _embedding, _segment, _random, _loss_row, _ctc, _gemm, _loss_pointwise, _cross_entropy,
-        _linear_cross_entropy, _softmax)
+        _linear_cross_entropy, _softmax, _gemm_batched)
 __all__ += ["contiguize"]
 from .layout import contiguize  # noqa: E402,F401
