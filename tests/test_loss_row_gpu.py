@@ -172,11 +172,17 @@ def test_multilabel_margin(dt, red):
         desc = L.MultilabelMarginLossDescriptor(n, c, SHORT[dt], red)
         _run(L.MultilabelMarginLossPlan.select(desc), L.MultilabelMarginLossArgs(x, t, out, st))
         assert st.item() == 0
+        if n == 0:
+            # torch returns uninitialised memory for an empty batch here (multi(label)_margin);
+            # ours follows the other losses: mean → nan, sum → 0, none → empty
+            if red == "mean":
+                assert torch.isnan(out).all()
+            elif red == "sum":
+                assert (out == 0).all()
+            continue
         a = _leaf(x)
         ref = F.multilabel_margin_loss(a, torch.tensor(tn), reduction=red)
         _close(out, ref.detach(), TOL[dt], f"mlm fw {n}x{c}")
-        if n == 0:
-            continue
         g = _dloss(n, red, dt, 12)
         ref.backward(g.double().cpu())
         dx = _poison((n, c), dt)
