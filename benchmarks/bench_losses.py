@@ -92,6 +92,21 @@ def _fw_row(torch, copy_gbs, M, N, dt):
             row["cluster2_frac"] = f"{type(e).__name__}"
         finally:
             ce.PREFER_CLUSTER_ABOVE = old
+    if dt in ("bfloat16", "float16") and N >= 4096:
+        # tuning probe: the "wide" f16/bf16 SKU for this row (ce.WIDE_HALF_ABOVE; see
+        # benchmarks/sweep_cross_entropy.py for the full sweep)
+        old = ce.WIDE_HALF_ABOVE
+        try:
+            ce.WIDE_HALF_ABOVE = 0
+            alt = ce.CrossEntropyPlan.select(ce.CrossEntropyDescriptor(M, N, dt,
+                                                                       reduction="none"))
+            if alt._knobs != plan._knobs:
+                row["wide_frac"] = H.gbs(nbytes, H.bench(lambda a: alt.run(a), data).median) / (
+                    copy_gbs)
+        except Exception as e:  # noqa: BLE001
+            row["wide_frac"] = f"{type(e).__name__}"
+        finally:
+            ce.WIDE_HALF_ABOVE = old
     return row
 
 

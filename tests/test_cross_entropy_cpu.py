@@ -39,6 +39,8 @@ PREF80 = bd.PlanPreference(arch=bd.ArchSku.SM80)
     (dict(label_smoothing=float("nan")), InvalidProblemError),
     (dict(ignore_index=1.5), InvalidProblemError),
     (dict(ignore_index=True), InvalidProblemError),
+    (dict(target="prob", ignore_index=0), UnsupportedError),
+    (dict(target="prob", ignore_index=3), UnsupportedError),
 ])
 def test_descriptor_validation(kw, err):
     base = dict(n=4, c=10, dtype=float32)
@@ -62,6 +64,8 @@ def test_descriptor_ok_and_modes():
     assert CrossEntropyDescriptor(4, 10, "bf16").mode == "plain"
     assert CrossEntropyDescriptor(4, 10, "f32", label_smoothing=0.1).mode == "smooth"
     assert CrossEntropyDescriptor(4, 10, "f32", target="prob").mode == "prob"
+    # as torch: a negative ignore_index is accepted (and ignored) with probability targets
+    assert CrossEntropyDescriptor(4, 10, "f32", target="prob", ignore_index=-7).mode == "prob"
     assert NLLLossDescriptor(4, 10, "f16").mode == "nll"
     d = CrossEntropyDescriptor(0, 10, float64, index_dtype="int32")
     assert d.index_dtype == int32 and hash(d) == hash(CrossEntropyDescriptor(0, 10, float64,
@@ -117,6 +121,32 @@ def test_fw_sku_choice(dt, c, want):
         "sm90a")]
 
 
+def test_wide_knob(monkeypatch):
+    import baracuda_dsl.plans.cross_entropy as pce
+
+    monkeypatch.setattr(pce, "WIDE_HALF_ABOVE", 2048)
+    fw = [dict(k) for k in get_template("cross_entropy_fw").skus("sm90a")]
+    for c, want in ((4096, dict(tpr=64, chunks=8, cluster=1)),
+                    (32768, dict(tpr=512, chunks=8, cluster=1)),
+                    (65536, dict(tpr=512, chunks=8, cluster=2)),
+                    (131072, dict(tpr=512, chunks=8, cluster=4)),
+                    (262144, dict(tpr=512, chunks=8, cluster=8))):
+        for mode_kw in (dict(), dict(label_smoothing=0.1)):
+            p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, c, bfloat16, **mode_kw), PREF)
+            assert {k: p._knobs[k] for k in want} == want, (c, p._knobs)
+            assert p._knobs in fw
+    # f32, short rows, sm80 beyond one CTA: unchanged
+    assert CrossEntropyPlan.select(CrossEntropyDescriptor(8, 4096, float32), PREF)._knobs[
+        "tpr"] == 256
+    assert CrossEntropyPlan.select(CrossEntropyDescriptor(8, 1024, bfloat16), PREF)._knobs[
+        "tpr"] == 32
+    p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, 131072, bfloat16), PREF80)
+    assert p._knobs["chunks"] == 0
+    p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, 32768, float16), PREF80)
+    assert p._knobs["tpr"] == 512 and p._knobs in [
+        dict(k) for k in get_template("cross_entropy_fw").skus("sm80")]
+
+
 def test_no_clusters_off_sm90a():
     p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, 131072, bfloat16), PREF80)
     assert p._knobs["cluster"] == 1 and p._knobs["chunks"] == 0
@@ -147,10 +177,13 @@ def test_generic_choice():
 def test_sku_space_sizes():
     fw = get_template("cross_entropy_fw")
     bw = get_template("cross_entropy_bw")
-    # per dtype: 8 buckets (7 for f64) + 4 cluster SKUs + 3 loops, × 3 modes, + 1 NLL
+    # per dtype: 8 buckets (7 for f64) + 4 cluster SKUs + 3 loops, × 3 modes, + 1 NLL; the
+    # half dtypes add 4 wide buckets and 3 wide clusters per mode
     per = {"f32": 15, "f16": 15, "bf16": 15, "f64": 14}
-    assert len(fw.skus("sm90a")) == sum(3 * v + 1 for v in per.values())
-    assert len(fw.skus("sm80")) == sum(3 * (v - 4) + 1 for v in per.values())
+    wide = {"f32": 0, "f16": 7, "bf16": 7, "f64": 0}
+    assert len(fw.skus("sm90a")) == sum(3 * (v + wide[d]) + 1 for d, v in per.items())
+    assert len(fw.skus("sm80")) == sum(3 * (v - 4 + (4 if wide[d] else 0)) + 1
+                                       for d, v in per.items())
     assert len(bw.skus("sm90a")) == sum(4 * (v - 4) for v in per.values())
     assert len(get_template("cross_entropy_reduce").skus("sm90a")) == 4
     assert len(get_template("lce_chunk").skus("sm80")) == 2 * 2 * 4
@@ -190,6 +223,8 @@ def test_namespace_exports():
 SAMPLES = [
     ("cross_entropy_fw", dict(dtype="bf16", mode="plain", vec=8, tpr=128, rows=1, chunks=4,
                               cluster=1)),
+    ("cross_entropy_fw", dict(dtype="bf16", mode="smooth", vec=8, tpr=512, rows=1, chunks=8,
+                              cluster=1)),
     ("cross_entropy_fw", dict(dtype="f32", mode="smooth", vec=4, tpr=512, rows=1, chunks=0,
                               cluster=1)),
     ("cross_entropy_fw", dict(dtype="f16", mode="nll", **spec.NLL_FW_GEO)),
@@ -220,9 +255,11 @@ def test_cross_compile_cluster_sm90a():
     from baracuda_dsl.jit import freeze_knobs
     from baracuda_dsl.jit.compiler import compile_sku
 
-    k = dict(dtype="bf16", mode="prob", vec=8, tpr=512, rows=1, chunks=4, cluster=4)
-    cubin, meta = compile_sku("cross_entropy_fw", freeze_knobs(k), bd.ArchSku.SM90A, timeout=600)
-    assert len(cubin) > 1000 and meta["cluster"] == 4
+    for k in (dict(dtype="bf16", mode="prob", vec=8, tpr=512, rows=1, chunks=4, cluster=4),
+              dict(dtype="f16", mode="plain", vec=8, tpr=512, rows=1, chunks=8, cluster=8)):
+        cubin, meta = compile_sku("cross_entropy_fw", freeze_knobs(k), bd.ArchSku.SM90A,
+                                  timeout=600)
+        assert len(cubin) > 1000 and meta["cluster"] == k["cluster"]
 
 
 # ----------------------------------------------- host path with fake views and a fake kernel

@@ -74,8 +74,8 @@ def _nan(shape, dt):
     return torch.full(shape, float("nan"), dtype=getattr(torch, dt), device="cuda")
 
 
-def run_fw(x, t, target="index", reduction="mean", ii=-100, ls=0.0, w=None):
-    """Our forward: (loss, lse, total_weight, status)."""
+def run_fw(x, t, target="index", reduction="mean", ii=-100, ls=0.0, w=None, knobs=None):
+    """Our forward: (loss, lse, total_weight, status); ``knobs`` forces a SKU geometry."""
     torch = _torch()
     ce = _ce()
     dt = str(x.dtype).split(".")[-1]
@@ -83,6 +83,8 @@ def run_fw(x, t, target="index", reduction="mean", ii=-100, ls=0.0, w=None):
     idt = "int64" if target == "prob" else str(t.dtype).split(".")[-1]
     plan = ce.CrossEntropyPlan.select(ce.CrossEntropyDescriptor(
         n, c, dt, target, reduction, ii, ls, w is not None, idt))
+    if knobs is not None:
+        plan._knobs = dict(plan._knobs, **knobs)
     loss = _nan((n,) if reduction == "none" else (1,), dt)
     lse = _nan((n,), CT[dt])
     tw = None if reduction == "none" else _nan((1,), CT[dt])
@@ -150,6 +152,45 @@ def test_ce_row_lengths(dt, c):
     assert relerr(dx, ref_grad(x, t, "mean", -100, 0.0, None, g)) < TOL[dt] * 2
 
 
+# ------------------------------------------- every forward geometry kind (sweep candidates)
+def _fw_geos(dt, c):
+    """Knob overrides for the register SKUs that serve rows of ``c``: the default bucket, the
+    wide f16/bf16 variants and (sm90a) both cluster ladders."""
+    from baracuda_dsl.templates import cross_entropy as spec
+
+    short = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}[dt]
+    out = []
+    for cap in spec.WIDE_CAPS:
+        if cap >= c and short in spec.HALF_DTYPES:
+            out.append(spec.wide_config(short, cap))
+            break
+    if short in spec.HALF_DTYPES:
+        out += [spec.wide_cluster_config(short, k) for k in spec.WIDE_CLUSTERS
+                if spec.bucket_cap(spec.wide_cluster_config(short, k)) >= c]
+    out += [spec.cluster_config(short, k, h) for k, h in spec.CLUSTER_LADDER
+            if spec.bucket_cap(spec.cluster_config(short, k, h)) >= c][:2]
+    return out
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("c", [4096, 24576, 131072])
+@pytest.mark.parametrize("target, ls, weighted", [("index", 0.0, False), ("index", 0.1, True),
+                                                  ("prob", 0.0, True)])
+def test_fw_geometries(dt, c, target, ls, weighted):
+    torch = _torch()
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("cluster SKUs need sm90a")
+    n = 6
+    x = _logits(n, c, dt, seed=21)
+    t = _probs(n, c, dt) if target == "prob" else _targets(n, c, "int64", -100)
+    w = _weights(c, dt) if weighted else None
+    ref = ref_loss(x, t, "none", -100, ls, w)
+    for k in _fw_geos(dt, c):
+        loss, lse, _, st = run_fw(x, t, target, "none", -100, ls, w, knobs=k)
+        assert relerr(loss, ref) < TOL[dt] * 2, k
+        assert relerr(lse, torch.logsumexp(x.double(), 1)) < 2e-6, k
+
+
 # ---------------------------------------------------------------------- option combinations
 COMBOS = list(itertools.product(["none", "mean", "sum"], [False, True], [0.0, 0.2],
                                 ["index", "prob"]))
@@ -162,7 +203,8 @@ def test_ce_options(dt, c, reduction, weighted, ls, target):
     n = 29
     x = _logits(n, c, dt, seed=11)
     t = _probs(n, c, dt) if target == "prob" else _targets(n, c, "int32", 3 if c > 3 else -100)
-    ii = 3 if c > 3 else -100
+    # torch accepts only a negative ignore_index with probability targets (and ignores it)
+    ii = (3 if c > 3 else -100) if target == "index" else -7
     w = _weights(c, dt) if weighted else None
     loss, lse, tw, st = run_fw(x, t, target, reduction, ii, ls, w)
     ref = ref_loss(x, t, reduction, ii, ls, w)
@@ -184,6 +226,28 @@ def test_ce_options_other_dtypes(dt):
         g = _grad_like("mean", n, dt)
         dx, _ = run_bw(x, t, lse, g, tw, target, "mean", -100, ls, w)
         assert relerr(dx, ref_grad(x, t, "mean", -100, ls, w, g)) < TOL[dt] * 3
+
+
+@pytest.mark.parametrize("dt", ["float32", "bfloat16", "float64"])
+@pytest.mark.parametrize("c", [33, 4096, 70000, 300000])
+def test_extreme_logits(dt, c):
+    """Huge logits (max subtracted exactly: no overflow, no cancellation NaN) and −inf logits
+    (exact zero probability) in every geometry (register, cluster, loop); FW and BW vs float64."""
+    torch = _torch()
+    big = {"float32": 1e38, "bfloat16": 1e38, "float64": 1e300}[dt]
+    x = _logits(4, c, dt, seed=21)
+    x[0, ::3] = big
+    x[1, ::2] = float("-inf")
+    x[3, 5] = -big
+    t = torch.tensor([0, 1, 2, 3], device="cuda")
+    loss, lse, tw, st = run_fw(x, t, reduction="none")
+    ref = ref_loss(x, t, "none", -100, 0.0, None)
+    assert st.item() == 0 and torch.isfinite(loss).all()
+    assert relerr(loss, ref) <= TOL[dt]
+    g = torch.ones((4,), device="cuda", dtype=x.dtype)
+    dx, _ = run_bw(x, t, lse, g, None, reduction="none")
+    gref = ref_grad(x, t, "none", -100, 0.0, None, g)
+    assert torch.isfinite(dx).all() and relerr(dx, gref) <= 4 * TOL[dt]
 
 
 # --------------------------------------------------------------------- layouts / edge cases

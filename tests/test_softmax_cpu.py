@@ -80,7 +80,9 @@ def test_bucket_choice_covers_row(dt):
             sparse = plan is SparsemaxPlan
             for pref in (PREF, P80):
                 k = dict(plan.select(desc((3, n), dt), pref).sku().knobs)
-                limit = cap if (sparse or pref is P80) else 8 * cap
+                ladder = [spec.bucket_cap(spec.cluster_config(dt, c, bw, h))
+                          for c, h in spec.cluster_ladder(bw, dt)]
+                limit = cap if (sparse or pref is P80) else max([cap] + ladder)
                 if n <= limit:
                     assert k["chunks"] > 0 and spec.bucket_cap(k) >= n, (plan, n, k)
                     # the smallest fitting bucket / cluster
@@ -91,14 +93,16 @@ def test_bucket_choice_covers_row(dt):
                     assert k["cluster"] == 1
                 assert k in [dict(s) for s in plan._template.skus(
                     "sm90a" if pref is PREF else "sm80")], k
-    # the benchmark shapes take the register / cluster SKUs on sm90a
-    for n in (4096, 32768, 131072, 262144):
+    # the benchmark shapes on sm90a (ladder from the sweep): bf16 one CTA to 32K, half-size
+    # cluster slices (16K elements, 512 threads) to 128K, the loop beyond
+    for n in (4096, 32768):
         k = dict(SoftmaxPlan.select(SoftmaxDescriptor((8, n), "bf16"), PREF).sku().knobs)
-        assert k["chunks"] > 0 and (k["cluster"] > 1) == (n > spec.single_cta_max("bf16"))
-    # two-byte 32K / 128K rows: half-size clusters (16K-element slices of 512 threads)
-    for n, c in ((32768, 2), (131072, 8)):
+        assert k["chunks"] > 0 and k["cluster"] == 1, k
+    for n, c in ((65536, 4), (131072, 8)):
         k = dict(SoftmaxPlan.select(SoftmaxDescriptor((8, n), "bf16"), PREF).sku().knobs)
         assert (k["cluster"], k["tpr"], spec.bucket_cap(k)) == (c, 512, 16384 * c), k
+    k = dict(SoftmaxPlan.select(SoftmaxDescriptor((8, 262144), "bf16"), PREF).sku().knobs)
+    assert k["chunks"] == 0 and k["cluster"] == 1, k
 
 
 def test_ladder_override_hooks(monkeypatch):

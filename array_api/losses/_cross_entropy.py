@@ -110,8 +110,10 @@ def cross_entropy(input: Array, target: Array, weight: Array = None, size_averag
                   label_smoothing: float = 0.0) -> Array:
     """torch.nn.functional.cross_entropy: log-softmax over the class dim (dim 1, or 0 for an
     unbatched (C,) input) and the NLL of the targets, with class ``weight``, ``ignore_index``
-    (index targets), ``label_smoothing`` ε ∈ [0, 1] (loss = (1 − ε)·nll + ε·smoothed term, torch's
-    definition) and soft (probability) targets.  CrossEntropyPlan."""
+    (index targets; with probability targets a non-negative ``ignore_index`` raises
+    UnsupportedError as torch rejects it, a negative one is ignored), ``label_smoothing``
+    ε ∈ [0, 1] (loss = (1 − ε)·nll + ε·smoothed term, torch's definition) and soft (probability)
+    targets.  CrossEntropyPlan."""
     from baracuda_dsl.plans.cross_entropy import (CrossEntropyArgs, CrossEntropyDescriptor,
                                                   CrossEntropyPlan)
 

@@ -9,7 +9,14 @@ Per row of logits x (N classes), with lse = max + log Σ exp(x − max):
 
 Rows whose target equals ``ign`` give loss 0, den 0; targets outside [0, N) (never wrapped,
 as torch) also give 0 / 0, read nothing, and set ``st[0] = 1`` when ``HAS_STATUS``.  Register
-mode keeps the row in registers (max, then sum-exp: x read from memory once); loop mode keeps a
+mode keeps the row in registers (x read from memory once): every load (and the soft-target /
+weight loads) is issued first, then each thread takes its own max (packed ``max.bf16x2`` /
+``max.f16x2`` for the half types, FMNMX in f32) and its sum of exp2((x − m)·log2e) (FADD, FMUL
+and one MUFU.EX2 per element, halves widened on the fly; the difference first keeps huge logits
+exact), and the row merges the per-thread
+(max, sum-exp[, Σa·x, Σa]) tuples through ONE CTA barrier (warp shuffles, then one warp-level
+merge of the warps' tuples) and, for clusters, ONE cluster barrier (the cluster's start-up
+barrier is arrived early and waited on only before the exchange).  Loop mode keeps a
 per-thread online (max, sum-exp) pair that is merged across the row.  Outputs by flag: the
 per-row loss in the logits dtype (``loss``, reduction none), per-row loss / den in the compute
 type (``rl`` / ``den``, for the fixed-order reduction), lse in the compute type (``lse``).
@@ -18,22 +25,43 @@ type (``rl`` / ``den``, for the fixed-order reduction), lse in the compute type 
 from __future__ import annotations
 
 import math
+import operator
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Float32, Float64, Int32, Int64, const_expr
+from cutlass import Float32, Float64, Int32, Int64, Uint32, const_expr
 
 from ..templates import cross_entropy as spec
-from .reduction_base import (WARP, alloc_cluster_buffer, alloc_reduction_buffer, cluster_publish,
-                             cluster_rank, cluster_sum, compute_type, element_type, load_batch,
-                             load_scalar, row_allreduce_sum, row_allreduce_sum2,
-                             store_batch)
+from .reduction_base import (WARP, alloc_reduction_buffer, cluster_publish,
+                             cluster_rank, compute_type, element_type, load_batch, load_scalar,
+                             row_allreduce_sum, row_allreduce_sum2, store_batch)
+from .softmax_base import cluster_online, exp_sub, safe_max
 
 LOG2E = 1.0 / math.log(2.0)
 
 
 def _max(a, b):
     return cutlass.max(a, b)
+
+
+@cute.jit
+def fmax_c(a, b):
+    """max in the compute type: one FMNMX for f32 (a NaN operand is dropped here; NaN logits
+    still reach the loss through the sum of exponentials), the NaN-propagating max for f64."""
+    if const_expr(isinstance(a, Float64)):
+        return cutlass.max(a, b)
+    return cute.arch.fmax(a, b)
+
+
+@cute.jit
+def exp_off(x, ms):
+    """exp(x − ms) for a finite offset ``ms`` (the row max or lse): the difference is taken
+    first — exact near the max, −inf gives 0 — then FMUL + MUFU.EX2 in f32 (ex2.approx.ftz);
+    the full-precision exp in f64.  (The one-FFMA form x·log2e − ms·log2e loses the rounding
+    error of ms·log2e, ~|ms|·2⁻²⁴: NaN rows for logits ≳ 1e30.)"""
+    if const_expr(isinstance(x, Float64)):
+        return cute.math.exp(x - ms)
+    return cute.arch.exp2((x - ms) * Float32(LOG2E))
 
 
 @cute.jit
@@ -61,17 +89,50 @@ def row_allreduce_max(val, buf, tpr: cutlass.Constexpr, slot: cutlass.Constexpr,
 
 
 @cute.jit
-def cluster_max(val, cbuf, C: cutlass.Constexpr, slot, row_in_cta, lane_in_row):
-    """Max of a row value over the C CTAs of a cluster (identity for C == 1)."""
-    if const_expr(C == 1):
-        return val
-    cluster_publish(val, cbuf, C, slot, row_in_cta, lane_in_row)
-    cute.arch.cluster_arrive()
-    cute.arch.cluster_wait()
-    total = cbuf[row_in_cta, slot, 0]
-    for r in cutlass.range_constexpr(1, C):
-        total = cutlass.max(total, cbuf[row_in_cta, slot, r])
-    return total
+def row_allreduce_stats(m, s, a, b, buf, tpr: cutlass.Constexpr, aux: cutlass.Constexpr,
+                        row_in_cta, lane_in_row):
+    """Merge the row's per-thread (max, sum-exp) pairs and (``aux``) sum ``a`` and ``b`` through
+    a single barrier; every thread of the row gets (max, sum-exp, Σa, Σb).  Fixed order."""
+    width = tpr if const_expr(tpr <= WARP) else WARP
+    wm = cute.arch.warp_reduction(m, fmax_c, threads_in_group=width)
+    ws = cute.arch.warp_reduction(s * exp_sub(m, safe_max(wm)), operator.add,
+                                  threads_in_group=width)
+    wa = a
+    wb = b
+    if const_expr(aux):
+        wa = cute.arch.warp_reduction(a, operator.add, threads_in_group=width)
+        wb = cute.arch.warp_reduction(b, operator.add, threads_in_group=width)
+    if const_expr(tpr <= WARP):
+        return wm, ws, wa, wb
+    w0 = lane_in_row // WARP
+    if lane_in_row % WARP == 0:
+        buf[row_in_cta, w0, 0] = wm
+        buf[row_in_cta, w0, 1] = ws
+        if const_expr(aux):
+            buf[row_in_cta, w0, 2] = wa
+            buf[row_in_cta, w0, 3] = wb
+    cute.arch.barrier()
+    # every warp merges the warps' pairs by shuffles (lane w reads warp w's pair): O(log) work
+    # per thread instead of one exponential per warp, same fixed order in every warp
+    lw = lane_in_row % WARP
+    pm = type(m)(-math.inf)
+    ps = type(s)(0.0)
+    pa = type(a)(0.0)
+    pb = type(b)(0.0)
+    if lw < tpr // WARP:
+        pm = buf[row_in_cta, lw, 0]
+        ps = buf[row_in_cta, lw, 1]
+        if const_expr(aux):
+            pa = buf[row_in_cta, lw, 2]
+            pb = buf[row_in_cta, lw, 3]
+    tm = cute.arch.warp_reduction(pm, fmax_c)
+    ts = cute.arch.warp_reduction(ps * exp_sub(pm, safe_max(tm)), operator.add)
+    ta = a
+    tb = b
+    if const_expr(aux):
+        ta = cute.arch.warp_reduction(pa, operator.add)
+        tb = cute.arch.warp_reduction(pb, operator.add)
+    return tm, ts, ta, tb
 
 
 @cute.jit
@@ -121,6 +182,10 @@ def _build_fw(knobs: dict):
     aux = mode != "plain"
     U = 4 if vec > 1 else 8
     NEG = -math.inf
+    HALF = dt in ("bf16", "f16") and vec % 2 == 0
+    NEG2 = 0xFF80FF80 if dt == "bf16" else 0xFC00FC00  # (−inf, −inf)
+    MAX2 = ("{ .reg .b32 t; mov.b32 t, {$r0}; max.%s {$w0}, t, {$r1}; }"
+            % ("bf16x2" if dt == "bf16" else "f16x2"))  # (the mov admits an immediate {$r0})
 
     @cute.jit
     def coef(rv, rp, e, c, has_w, eps, inv_n):
@@ -203,7 +268,14 @@ def _build_fw(knobs: dict):
         row = (bidx // C) * rows + rin
         rank = cluster_rank(C)
         buf = alloc_reduction_buffer(CT, tpr, rows, slots)
-        cbuf = alloc_cluster_buffer(CT, rows, slots, C)
+        cbuf = None
+        if const_expr(C > 1):
+            # peers' buffers must be live before the remote stores: arrive now (relaxed, no
+            # wait), wait only right before publishing, so the loads are not held back
+            cbuf = cutlass.memory.SmemAllocator().allocate_tensor(
+                CT, cute.make_layout((rows, slots, C), stride=(slots * C, C, 1)),
+                byte_alignment=16)
+            cute.arch.cluster_arrive_relaxed()
         valid = row < M
         rr = row if valid else Int32(0)
         offx = cute.assume(Int64(rr) * xs, divby=vec)
@@ -216,8 +288,9 @@ def _build_fw(knobs: dict):
         kind = Int32(0)
         xt = CT(0.0)
         wt = CT(0.0)
-        if valid and lane == 0 and rank == 0:
-            kind, xt, wt = prefetch(px, offx, pt, pw, pst, row, N, ts, ign, flags)
+        if const_expr(chunks == 0):
+            if valid and lane == 0 and rank == 0:
+                kind, xt, wt = prefetch(px, offx, pt, pw, pst, row, N, ts, ign, flags)
         if const_expr(mode == "nll"):
             if valid:
                 finish(ploss, prl, pden, plse, row, CT(0.0), A, B, N, eps, flags, kind, xt, wt)
@@ -232,43 +305,75 @@ def _build_fw(knobs: dict):
             rx = cute.make_rmem_tensor(fl, T)
             rv = cute.make_rmem_tensor(fl, T)
             rp = cute.make_rmem_tensor(fl, T)
-            xf = cute.make_rmem_tensor(fl, CT)
+            # every row load is issued before the (dependent) target reads of lane 0
             for c in cutlass.range_constexpr(chunks):
                 v = vb + c * tpr + lane
                 if valid and v * vec < N:
                     cute.autovec_copy(gx[None, v], rx[None, c])
                 else:
                     rx[None, c].fill(0.0)
+            if const_expr(aux):
+                # soft targets / class weights: issued with the row, consumed after it
+                for c in cutlass.range_constexpr(chunks):
+                    v = vb + c * tpr + lane
+                    if valid and v * vec < N:
+                        if const_expr(mode == "prob"):
+                            cute.autovec_copy(gp[None, v], rp[None, c])
+                        if has_w:
+                            cute.autovec_copy(gw[None, v], rv[None, c])
+            if valid and lane == 0 and rank == 0:
+                kind, xt, wt = prefetch(px, offx, pt, pw, pst, row, N, ts, ign, flags)
+            # per-thread (max, sum-exp): no barrier between the loads and the exponentials;
+            # the halves are widened on the fly (no f32 copy of the row in registers)
             m = CT(NEG)
-            for c in cutlass.range_constexpr(chunks):
-                v = vb + c * tpr + lane
-                for e in cutlass.range_constexpr(vec):
-                    xf[e, c] = CT(rx[e, c])
-                if v * vec < N:
-                    for e in cutlass.range_constexpr(vec):
-                        m = cutlass.max(m, xf[e, c])
-            m = cluster_max(row_allreduce_max(m, buf, tpr, 0, rin, lane), cbuf, C, 0, rin, lane)
+            if const_expr(HALF):
+                # packed max of the halves (max.{bf16,f16}x2: exact, half the instructions, and
+                # no early f32 widening that would keep a second copy of the row alive)
+                rw = cute.recast_tensor(rx, Uint32)
+                mp = Uint32(NEG2)
+                for c in cutlass.range_constexpr(chunks):
+                    v = vb + c * tpr + lane
+                    if v * vec < N:
+                        for e in cutlass.range_constexpr(vec // 2):
+                            mp = cute.arch.inline_ptx(MAX2, write_only_types=[Uint32],
+                                                      read_only_args=[mp, rw[e, c]])
+                mt = cute.make_rmem_tensor(cute.make_layout(1), Uint32)
+                mt[0] = mp
+                mh = cute.recast_tensor(mt, T)
+                m = fmax_c(CT(mh[0]), CT(mh[1]))
+            else:
+                for c in cutlass.range_constexpr(chunks):
+                    v = vb + c * tpr + lane
+                    if v * vec < N:
+                        for e in cutlass.range_constexpr(vec):
+                            m = fmax_c(m, CT(rx[e, c]))
+            ms = safe_max(m)
             s = CT(0.0)
             for c in cutlass.range_constexpr(chunks):
                 v = vb + c * tpr + lane
                 if v * vec < N:
                     for e in cutlass.range_constexpr(vec):
-                        s = s + fexp(xf[e, c] - m)
+                        s = s + exp_off(CT(rx[e, c]), ms)
                     if const_expr(aux):
                         if valid:
-                            if const_expr(mode == "prob"):
-                                cute.autovec_copy(gp[None, v], rp[None, c])
-                            if has_w:
-                                cute.autovec_copy(gw[None, v], rv[None, c])
                             for e in cutlass.range_constexpr(vec):
                                 a = coef(rv, rp, e, c, has_w, eps, inv_n)
-                                A = A + a * xf[e, c]
+                                A = A + a * CT(rx[e, c])
                                 B = B + a
-            s = cluster_sum(row_allreduce_sum(s, buf, tpr, 1, rin, lane), cbuf, C, 1, rin, lane)
-            if const_expr(aux):
-                A, B = row_allreduce_sum2(A, B, buf, tpr, 2, 3, rin, lane)
-                A = cluster_sum(A, cbuf, C, 2, rin, lane)
-                B = cluster_sum(B, cbuf, C, 3, rin, lane)
+            # one CTA barrier and (clusters) one cluster barrier for (max, sum-exp[, A, B])
+            m, s, A, B = row_allreduce_stats(m, s, A, B, buf, tpr, aux, rin, lane)
+            if const_expr(C > 1):
+                cute.arch.cluster_wait()
+                if const_expr(aux):
+                    cluster_publish(A, cbuf, C, 2, rin, lane)
+                    cluster_publish(B, cbuf, C, 3, rin, lane)
+                m, s = cluster_online(m, s, cbuf, C, 0, 1, rin, lane)
+                if const_expr(aux):
+                    A = cbuf[rin, 2, 0]
+                    B = cbuf[rin, 3, 0]
+                    for r in cutlass.range_constexpr(1, C):
+                        A = A + cbuf[rin, 2, r]
+                        B = B + cbuf[rin, 3, r]
             lse = m + cute.math.log(s)
             if valid and lane == 0 and rank == 0:
                 finish(ploss, prl, pden, plse, row, lse, A, B, N, eps, flags, kind, xt, wt)
@@ -291,7 +396,7 @@ def _build_fw(knobs: dict):
                     for u in cutlass.range_constexpr(U):
                         if v0 + u * tpr < nvec:
                             for e in cutlass.range_constexpr(vec):
-                                mb = cutlass.max(mb, CT(rx[e, u]))
+                                mb = fmax_c(mb, CT(rx[e, u]))
                     if mb > m:
                         s = s * fexp(m - mb)
                         m = mb
@@ -443,7 +548,7 @@ def _build_lce(knobs: dict):
                     for u in cutlass.range_constexpr(U):
                         if w0 + u * tpr < nvec:
                             for e in cutlass.range_constexpr(vec):
-                                mb = cutlass.max(mb, rz[e, u])
+                                mb = fmax_c(mb, rz[e, u])
                     if mb > m:
                         s = s * fexp(m - mb)
                         m = mb

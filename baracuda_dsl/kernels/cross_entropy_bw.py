@@ -19,7 +19,7 @@ import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64, const_expr
 
 from ..templates import cross_entropy as spec
-from .cross_entropy import _mk, fexp, read_target, set_status
+from .cross_entropy import _mk, exp_off, read_target, set_status
 from .reduction_base import (alloc_reduction_buffer, compute_type, element_type, load_batch,
                              load_scalar, row_allreduce_sum, store_batch)
 
@@ -126,6 +126,10 @@ def build(knobs: dict):
         cw = (CT(1.0) - eps) * wt  # coefficient of [j = t]
         if const_expr(mode != "smooth"):
             cw = wt
+        # target column as int32 (−1 when absent / out of range: g is 0 for those rows anyway)
+        t32 = Int32(-1)
+        if (t >= Int64(0)) & (t < Int64(N)):
+            t32 = Int32(t)
         if valid:
             for v0 in cutlass.range(lane, nvec, tpr * U):
                 if const_expr(mode != "nll"):
@@ -136,18 +140,18 @@ def build(knobs: dict):
                     if has_w:
                         load_batch(gw, rv, v0, tpr, U, nvec)
                 for u in cutlass.range_constexpr(U):
-                    j0 = Int64(v0 + u * tpr) * Int64(vec)
+                    rel = t32 - (v0 + u * tpr) * vec  # target's offset in this vector
                     for e in cutlass.range_constexpr(vec):
                         d = CT(0.0)
                         if const_expr(mode != "nll"):
-                            d = Bp * fexp(CT(rx[e, u]) - lse)
+                            d = Bp * exp_off(CT(rx[e, u]), lse)
                         if const_expr(mode == "prob"):
                             a = CT(rp[e, u]) * (CT(1.0) - eps) + eps * inv_n
                             if has_w:
                                 a = a * CT(rv[e, u])
                             d = d - a
                         else:
-                            if j0 + Int64(e) == t:
+                            if rel == e:
                                 d = d - cw
                             if const_expr(mode == "smooth"):
                                 ws = CT(1.0)

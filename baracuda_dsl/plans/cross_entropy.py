@@ -8,7 +8,9 @@ weights and ε = ``label_smoothing``:
     prob targets:  loss = −Σ_j w_j·((1 − ε)·p_j + ε/c)·(x_j − lse),                den = 1
     NLL:           loss = −w[t]·x[t]  (x already holds log-probabilities),         den = w[t]
 
-Rows whose target equals ``ignore_index`` give loss 0 and den 0.  Reductions: ``none`` (the (n,)
+Rows whose target equals ``ignore_index`` give loss 0 and den 0 (index targets; with
+probability targets a negative ``ignore_index`` is accepted and has no effect, a non-negative one
+raises UnsupportedError at select time, as torch rejects it).  Reductions: ``none`` (the (n,)
 row losses, logits dtype), ``sum`` (Σ loss) and ``mean`` (Σ loss / Σ den: torch's weighted mean;
 prob targets divide by n).  Sums run in a fixed order (per-row values in the workspace, then one
 CTA adds them in a fixed order): deterministic and bit-stable.  The optional ``total_weight``
@@ -67,11 +69,39 @@ def _sku(op: str, dt: DType, arch, template: str, knobs: dict) -> KernelSku:
 PREFER_CLUSTER_ABOVE = None
 
 
+#: sm90a/sm80 tuning knob for f16/bf16 (None = off): rows longer than this take the "wide"
+#: forward SKUs (half the threads per row, twice the elements per thread; beyond one CTA, clusters
+#: of 512-thread × 32K-element slices); set from benchmarks/sweep_cross_entropy.py on the H100
+WIDE_HALF_ABOVE = None
+
+
+def _wide_knobs(dt: DType, mode: str, c: int, arch):
+    if dt.short not in spec.HALF_DTYPES or c > spec.register_cap(dt.short) * 8:
+        return None
+    if c <= spec.register_cap(dt.short):
+        b = next(x for x in spec.BUCKETS if x >= c)
+        if b not in spec.WIDE_CAPS:
+            return None
+        return dict(dtype=dt.short, mode=mode, **spec.wide_config(dt.short, b))
+    if arch is not ArchSku.SM90A:
+        return None
+    for cl in spec.WIDE_CLUSTERS:
+        k = spec.wide_cluster_config(dt.short, cl)
+        if c <= spec.bucket_cap(k):
+            return dict(dtype=dt.short, mode=mode, **k)
+    return None
+
+
 def fw_knobs(dt: DType, mode: str, c: int, arch) -> dict:
     """Forward SKU for rows of ``c`` classes: the smallest register bucket that holds the row,
-    then (sm90a) a cluster of slices, then the vectorised loop."""
+    then (sm90a) a cluster of slices, then the vectorised loop (``WIDE_HALF_ABOVE`` and
+    ``PREFER_CLUSTER_ABOVE`` switch to the alternatives)."""
     if mode == "nll":
         return dict(dtype=dt.short, mode=mode, **spec.NLL_FW_GEO)
+    if WIDE_HALF_ABOVE is not None and c > WIDE_HALF_ABOVE:
+        k = _wide_knobs(dt, mode, c, arch)
+        if k is not None:
+            return k
     cap = spec.register_cap(dt.short)
     if (arch is ArchSku.SM90A and PREFER_CLUSTER_ABOVE is not None
             and c > PREFER_CLUSTER_ABOVE):
@@ -132,6 +162,10 @@ def _check_common(self, who: str, with_target_kind: bool = True) -> None:
     target = getattr(self, "target", "index")
     if with_target_kind and target not in TARGETS:
         raise InvalidProblemError(f"{who}: target must be 'index' or 'prob', got {target!r}")
+    if target == "prob" and self.ignore_index >= 0:
+        raise UnsupportedError(f"{who}: ignore_index = {self.ignore_index} with probability "
+                               "targets (as torch, only a negative ignore_index is accepted with "
+                               "soft targets, and it is ignored; wired: index targets)")
     if target == "index":
         object.__setattr__(self, "index_dtype",
                            check_dtype(self.index_dtype, (int32, int64), f"{who} targets"))

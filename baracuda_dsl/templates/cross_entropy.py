@@ -62,6 +62,25 @@ def cluster_config(dtype: str, clusters: int, half: bool) -> dict:
     return dict(bucket_config(dtype, cap), cluster=clusters)
 
 
+#: forward alternatives for the half types (f16, bf16), for the sweep / the plans' WIDE knob:
+#: the same row bucket with half the threads and twice the vectors per thread (``wide_config``),
+#: and clusters of such 512-thread × 64-element slices (``WIDE_CLUSTERS``)
+WIDE_CAPS = (4096, 8192, 16384, 32768)
+WIDE_CLUSTERS = (2, 4, 8)
+HALF_DTYPES = ("f16", "bf16")
+
+
+def wide_config(dtype: str, cap: int) -> dict:
+    """Bucket ``cap`` of a half dtype at half the threads per row, twice the chunks."""
+    k = bucket_config(dtype, cap)
+    return dict(k, tpr=k["tpr"] // 2, chunks=k["chunks"] * 2, cluster=1)
+
+
+def wide_cluster_config(dtype: str, clusters: int) -> dict:
+    """A cluster of ``clusters`` wide 512-thread slices (cap 32768 per CTA for half dtypes)."""
+    return dict(wide_config(dtype, register_cap(dtype)), cluster=clusters)
+
+
 def bucket_cap(k: dict) -> int:
     return k["chunks"] * k["tpr"] * k["vec"] * k.get("cluster", 1)
 
@@ -90,11 +109,23 @@ SMALL_GENERIC_MAX = 2048
 NLL_FW_GEO = dict(vec=1, tpr=1, rows=128, chunks=0, cluster=1)
 
 
+def _wide_space(dt: str):
+    if dt in HALF_DTYPES:
+        for cap in WIDE_CAPS:
+            yield wide_config(dt, cap)
+        for c in WIDE_CLUSTERS:
+            yield wide_cluster_config(dt, c)
+
+
 def _fw_space():
     for dt in DTYPES:
         for mode in FW_MODES:
-            for g in _geo_space(dt):
-                yield dict(dtype=dt, mode=mode, **g)
+            seen = set()
+            for g in list(_geo_space(dt)) + list(_wide_space(dt)):
+                key = tuple(sorted(g.items()))
+                if key not in seen:
+                    seen.add(key)
+                    yield dict(dtype=dt, mode=mode, **g)
         yield dict(dtype=dt, mode="nll", **NLL_FW_GEO)
 
 

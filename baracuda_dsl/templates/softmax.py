@@ -80,14 +80,18 @@ CLUSTER_EXTRA_FW = ((2, True), (4, True), (8, True))
 #: SM, so exp / convert overlaps the next slice's loads) up to 8 × 16K, then 8 full slices.  The
 #: full-slice ladder ran at 0.84 / 0.61 / 0.57 of copy at 32K / 128K / 256K on the H100 (one
 #: 1024-thread CTA per SM: its exp phase is not overlapped), the backward (no exp) at 0.99.
-HALF_LADDER = ((2, True), (4, True), (8, True), (8, False))
+#: Sweep of 2026-11-23 (benchmarks/sweep_softmax.py, H100, fraction of copy): bf16 32K rows —
+#: one 1024-thread CTA 0.94, 2 half slices 0.89; 64K — 4 half slices 0.82, 2 full 0.74; 128K —
+#: 8 half slices 0.77, 4 full 0.65; 256K — loop 0.64, 8 full slices 0.60.  So: one CTA up to 32K,
+#: half-slice clusters to 128K, the loop beyond.
+HALF_LADDER = ((2, True), (4, True), (8, True))
 #: per-dtype forward ladders (others: CLUSTER_LADDER_FW); f32's half slices are 1024-thread CTAs
 #: (one per SM beyond C = 2), so f32 keeps the full ladder until a sweep says otherwise
 CLUSTER_LADDER_FW_DTYPE = {"bf16": HALF_LADDER, "f16": HALF_LADDER}
 #: forward rows longer than this (per dtype; default: the register cap) go to the cluster ladder
 #: on sm90a even when one CTA could hold them (two-byte rows of 16K+ use half-size clusters;
 #: set {} to go back to one 1024-thread CTA up to 32K)
-SINGLE_CTA_MAX_FW: dict = {"bf16": 16384, "f16": 16384}
+SINGLE_CTA_MAX_FW: dict = {}
 
 
 def cluster_ladder(backward: bool = False, dtype: str = None):
