@@ -107,8 +107,8 @@ def test_args_validation_without_gpu():
     (float32, 4096, dict(tpr=256, rows=1, chunks=4, vec=4, cluster=1)),
     (bfloat16, 32768, dict(tpr=1024, chunks=4, cluster=1)),
     (bfloat16, 65536, dict(tpr=512, chunks=4, cluster=4)),
-    (bfloat16, 131072, dict(tpr=512, chunks=4, cluster=8)),
-    (float32, 262144, dict(tpr=1024, chunks=8, cluster=8)),
+    (bfloat16, 131072, dict(tpr=512, chunks=0, cluster=1)),   # > LOOP_ABOVE: the loop
+    (float32, 262144, dict(tpr=512, chunks=0, cluster=1)),
     (bfloat16, 300000, dict(tpr=512, chunks=0, cluster=1)),
     (float64, 16384, dict(tpr=1024, chunks=8, vec=2, cluster=1)),
 ])

@@ -222,13 +222,16 @@ def _build_fw(knobs: dict):
         return kind, xt, wt
 
     @cute.jit
-    def finish(ploss, prl, pden, plse, row, lse, A, B, N, eps, flags, kind, xt, wt):
-        """One thread per row: the row's loss from lse, the coefficient sums and the target."""
+    def finish(ploss, prl, pden, plse, row, m, ls, A, B, N, eps, flags, kind, xt, wt):
+        """One thread per row: the row's loss from (max m, ls = log Σexp(x − m)), the coefficient
+        sums and the target.  The max is subtracted before ls is added ((m − x[t]) + ls, not
+        lse − x[t]): exact for huge logits, where m + ls would absorb ls."""
         has_w = (flags & spec.HAS_W) != 0
+        lse = m + ls
         loss = CT(0.0)
         den = CT(0.0)
         if const_expr(mode == "prob"):
-            loss = lse * B - A
+            loss = (m * B - A) + ls * B
             den = CT(1.0)
         elif const_expr(mode == "nll"):
             if kind == 1:
@@ -236,13 +239,13 @@ def _build_fw(knobs: dict):
                 den = wt
         else:
             if kind == 1:
-                loss = (CT(1.0) - eps) * wt * (lse - xt)
+                loss = (CT(1.0) - eps) * wt * ((m - xt) + ls)
                 den = wt
                 if const_expr(mode == "smooth"):
                     bb = B
                     if not has_w:
                         bb = CT(N)
-                    loss = loss + eps / CT(N) * (lse * bb - A)
+                    loss = loss + eps / CT(N) * ((m * bb - A) + ls * bb)
         r = Int64(row)
         if (flags & spec.WRITE_LOSS) != 0:
             o = cute.make_tensor(ploss + r, cute.make_layout(1))
@@ -293,7 +296,8 @@ def _build_fw(knobs: dict):
                 kind, xt, wt = prefetch(px, offx, pt, pw, pst, row, N, ts, ign, flags)
         if const_expr(mode == "nll"):
             if valid:
-                finish(ploss, prl, pden, plse, row, CT(0.0), A, B, N, eps, flags, kind, xt, wt)
+                finish(ploss, prl, pden, plse, row, CT(0.0), CT(0.0), A, B, N, eps, flags, kind,
+                       xt, wt)
         elif const_expr(chunks > 0):
             vb = rank * (chunks * tpr)
             nv = chunks * tpr * C
@@ -374,9 +378,9 @@ def _build_fw(knobs: dict):
                     for r in cutlass.range_constexpr(1, C):
                         A = A + cbuf[rin, 2, r]
                         B = B + cbuf[rin, 3, r]
-            lse = m + cute.math.log(s)
             if valid and lane == 0 and rank == 0:
-                finish(ploss, prl, pden, plse, row, lse, A, B, N, eps, flags, kind, xt, wt)
+                finish(ploss, prl, pden, plse, row, safe_max(m), cute.math.log(s), A, B, N, eps,
+                       flags, kind, xt, wt)
         else:
             nvec = (N + vec - 1) // vec
             lay = cute.make_layout((vec, nvec), stride=(1, vec))
@@ -423,9 +427,9 @@ def _build_fw(knobs: dict):
             s = row_allreduce_sum(s, buf, tpr, 1, rin, lane)
             if const_expr(aux):
                 A, B = row_allreduce_sum2(A, B, buf, tpr, 2, 3, rin, lane)
-            lse = mm + cute.math.log(s)
             if valid and lane == 0:
-                finish(ploss, prl, pden, plse, row, lse, A, B, N, eps, flags, kind, xt, wt)
+                finish(ploss, prl, pden, plse, row, safe_max(mm), cute.math.log(s), A, B, N, eps,
+                       flags, kind, xt, wt)
 
     @cute.jit
     def launch(px: cute.Pointer, pt: cute.Pointer, pw: cute.Pointer, pp: cute.Pointer,
@@ -589,7 +593,7 @@ def _build_lce(knobs: dict):
                     den = CT(0.0)
                     if t != ign:
                         if (t >= Int64(0)) & (t < V):
-                            loss = lse - xt
+                            loss = (om - xt) + cute.math.log(os_)
                             den = CT(1.0)
                         else:
                             set_status(pst, flags)

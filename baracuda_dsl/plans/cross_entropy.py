@@ -17,13 +17,19 @@ CTA adds them in a fixed order): deterministic and bit-stable.  The optional ``t
 output (Σ den, compute dtype) is what the backward's mean needs; ``lse`` (compute dtype, one per
 row) is what the cross-entropy backward reads.
 
+Huge logits: the forward subtracts the row max before adding log Σexp ((max − x[t]) + log Σ), so
+losses stay exact however large the logits.  The backward reads the saved lse = max + log Σ in
+the compute dtype: when |max| exceeds ~2²⁴ (f32; 2⁵³ f64) times log Σ, the log-sum is below lse's
+rounding and the backward's probabilities lose accuracy (as for any saved-lse backward).
+
 Bad targets: class indices are NOT wrapped (as torch); an index outside [0, c) that is not
 ``ignore_index`` reads nothing, counts as ignored (loss 0, den 0, dx 0) and stores 1 into the
 optional int32 ``status`` word (zero it first).
 
 Kernel choice (forward): rows up to 32768 elements (16384 for f64) stay in registers (bucket SKU,
-x read once); on sm90a longer rows up to 262144 (f64: 131072) are split over a thread-block
-cluster; longer rows run the loop SKU (online max / sum-exp, any length).  Operands that are not
+x read once); on sm90a longer rows up to ``LOOP_ABOVE`` (65536) are split over a thread-block
+cluster; longer rows run the loop SKU (one online max / sum-exp pass, any length — measured
+faster than the 8-CTA clusters).  Operands that are not
 16-byte aligned (or c / the row stride not a multiple of the vector width) take the generic
 element-wise loop SKU.  The backward streams each row once (x read, dx written).
 """
@@ -75,6 +81,13 @@ PREFER_CLUSTER_ABOVE = None
 WIDE_HALF_ABOVE = None
 
 
+#: rows longer than this skip the cluster ladder for the vectorised loop (one online pass, x read
+#: once).  Sweep of 2026-11-23 on the H100 (benchmarks/sweep_cross_entropy.py, fraction of copy):
+#: bf16 64K — cluster-4 0.97, loop 0.96; 128K — loop 1.00, cluster-8 0.92; 256K — loop 1.00,
+#: cluster-8 0.85; f32 128K — loop 1.03, cluster-8 0.94.
+LOOP_ABOVE = 65536
+
+
 def _wide_knobs(dt: DType, mode: str, c: int, arch):
     if dt.short not in spec.HALF_DTYPES or c > spec.register_cap(dt.short) * 8:
         return None
@@ -94,7 +107,7 @@ def _wide_knobs(dt: DType, mode: str, c: int, arch):
 
 def fw_knobs(dt: DType, mode: str, c: int, arch) -> dict:
     """Forward SKU for rows of ``c`` classes: the smallest register bucket that holds the row,
-    then (sm90a) a cluster of slices, then the vectorised loop (``WIDE_HALF_ABOVE`` and
+    then (sm90a, rows ≤ ``LOOP_ABOVE``) a cluster of slices, then the vectorised loop (``WIDE_HALF_ABOVE`` and
     ``PREFER_CLUSTER_ABOVE`` switch to the alternatives)."""
     if mode == "nll":
         return dict(dtype=dt.short, mode=mode, **spec.NLL_FW_GEO)
@@ -112,7 +125,7 @@ def fw_knobs(dt: DType, mode: str, c: int, arch) -> dict:
     if c <= cap:
         b = next(x for x in spec.BUCKETS if x >= c)
         return dict(dtype=dt.short, mode=mode, cluster=1, **spec.bucket_config(dt.short, b))
-    if arch is ArchSku.SM90A:
+    if arch is ArchSku.SM90A and c <= LOOP_ABOVE:
         for cl, half in spec.CLUSTER_LADDER:
             k = spec.cluster_config(dt.short, cl, half)
             if c <= spec.bucket_cap(k):
