@@ -15,6 +15,19 @@ two majors as knobs (4 layouts, no host-side transposes); c may have any strides
 
 Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
 
+* sm90a (Hopper), f16 / bf16, m > ``DECODE_MAX_M`` and at least ``SM90_MIN_TILES`` 128×128
+  tiles → ``gemm_sm90`` (wgmma + TMA + mbarrier pipeline, warp-specialised, persistent;
+  ``templates/gemm_sm90.py``) when the operands are TMA-legal: k >= 1; a and b have a unit stride in one dim; base pointers 16-byte aligned;
+  leading dims multiples of 8 elements (16 bytes), > 0 and < 2**36 elements (no contiguous-extent
+  rule: TMA zero-fills out of bounds).  Tile: ``wgmma128x256`` (128×256×64, 4 stages) when it
+  yields at least ``SM90_BIG_TILE_MIN_CTAS`` tiles (a full wave on an H100), else
+  ``wgmma128x128`` (128×128×64, 6 stages); ``tile="wgmma128x256c2"`` forces the 2-CTA
+  cluster SKU (b shared by TMA multicast; k-major a, else the 1-CTA SKU) — not a default until
+  measured.  Grid = min(tiles, SMs) (clusters: min(tile pairs, resident clusters)); the two operand
+  CUtensorMaps are encoded on the host per call (``templates.gemm_sm90.operand_tmap``, pure
+  Python, bit-identical to the DSL's encoding) and passed by value.  Decode shapes
+  (m <= 16) and operands TMA cannot take stay on the paths below.  ``epi`` tells the kernel
+  whether c (and bias) allow paired 2-element stores (unit column stride, aligned).
 * f16 / bf16 → ``gemm_mma`` (``mma.sync`` m16n8k16 + ``ldmatrix`` + a 4-stage ``cp.async``
   pipeline; sm80, sm89, sm90a) when every operand qualifies: k >= 1; a and b have a unit
   stride in one dim; their base pointers are 16-byte aligned; their leading dims are multiples
@@ -27,8 +40,10 @@ Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
 * everything else (f32, f64, misaligned / odd-strided half operands, negative strides, k = 0)
   → ``gemm_simt`` (128×128 tiles, 8×8 outputs per thread, arbitrary strides, predicated).
 
-``select(desc, pref, tile=None)``: ``tile`` ("128x128", "64x64", "16x32" or "simt") forces the
-tile (PlanPreference has no tile field); "simt" forces the SIMT kernel for every layout.
+``select(desc, pref, tile=None)``: ``tile`` ("128x128", "64x64", "16x32", "simt", or on sm90a
+"wgmma128x128" / "wgmma128x256") forces the tile (PlanPreference has no tile field); "simt"
+forces the SIMT kernel for every layout; a forced mma.sync tile keeps sm90a problems off the
+wgmma kernel.
 ``plan.sku()`` describes the kernel chosen for the preferred (aligned) layouts; the majors are
 run-time knobs and left out of it.  c must not alias a, b or bias.
 """
@@ -44,7 +59,8 @@ from ..errors import InvalidProblemError, UnsupportedError
 from ..plan import (Plan, align_up, begin_select, check_dtype, check_finite,
                     check_writable_no_overlap, plan_arch, view_arg)
 from ..templates import gemm as spec
-from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from ..templates import gemm_sm90 as spec90
+from ..vocabulary import ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 
 DTYPES = (float16, bfloat16, float32, float64)
 HALF = (float16, bfloat16)
@@ -55,6 +71,15 @@ _ACT = {"identity": "none", "bias": "none", "bias_relu": "relu", "bias_gelu": "g
 BIG_TILE_MIN_CTAS = 96
 #: m up to this uses the decode tile 16×32×128 (k-major a; 64×64 for an m-major a)
 DECODE_MAX_M = 16
+#: sm90a: the 128×256 wgmma tile when it gives at least this many tiles (one H100 wave)
+SM90_BIG_TILE_MIN_CTAS = 132
+#: sm90a: the wgmma kernel needs at least this many 128×128 tiles (half an H100 wave); smaller
+#: grids (e.g. m = 128, n = 4096: 32 tiles) keep the mma.sync 64×64 tile, which fills the SMs
+SM90_MIN_TILES = 64
+#: sm90a tile names (``tile=``) -> (templates.gemm_sm90 tile knob, cluster size)
+SM90_TILES = {"wgmma128x128": ("128x128", 1), "wgmma128x256": ("128x256", 1),
+              "wgmma128x256c2": ("128x256", 2)}
+_TMA_MAX_LD = 2 ** 36
 _I32 = 2 ** 31 - 1
 _GRID_Y = 65535
 
@@ -134,6 +159,43 @@ def _mma_layout(view, rows: int, cols: int, s_rows: int, s_cols: int):
     return None
 
 
+_MAX_CLUSTERS = {}
+
+
+def _max_active_clusters(lk, fallback: int) -> int:
+    """How many clusters of ``lk`` (a cluster SKU) can be resident at once on its device
+    (``cuOccupancyMaxActiveClusters``, memoised per kernel); ``fallback`` if the query fails.
+    A persistent grid larger than this would run its last clusters as a second wave."""
+    key = id(lk)
+    v = _MAX_CLUSTERS.get(key)
+    if v is None:
+        v = fallback
+        try:
+            from cuda.bindings import driver
+
+            err, func = driver.cuKernelGetFunction(lk.handle)
+            if int(err) == 0:
+                cfg = lk._cluster_config((lk.cluster * fallback, 1, 1), 0)
+                err, n = driver.cuOccupancyMaxActiveClusters(func, cfg)
+                if int(err) == 0 and int(n) > 0:
+                    v = min(int(n), fallback)
+        except Exception:   # the driver binding's errors: keep the SM-count bound
+            v = fallback
+        _MAX_CLUSTERS[key] = v
+    return v
+
+
+def _tma_layout(view, rows: int, cols: int, s_rows: int, s_cols: int):
+    """("k" | "mn", ld) of the first TMA-legal layout of an operand seen as (rows, k), or None:
+    16-byte aligned base, leading dim a multiple of 8 elements (16 bytes) below 2**36."""
+    if view.ptr % 16:
+        return None
+    for major, ld in _options(rows, cols, s_rows, s_cols):
+        if 0 < ld < _TMA_MAX_LD and ld % spec.MMA_VEC == 0:
+            return major, ld
+    return None
+
+
 class GemmPlan(Plan):
     """c = act(alpha · a @ b + beta · c + bias) for f16 / bf16 (tensor cores, f32 accumulate),
     strict f32 and f64; any operand strides; no workspace.  See the module docstring for the
@@ -142,12 +204,16 @@ class GemmPlan(Plan):
     @classmethod
     def select(cls, desc: GemmDescriptor, pref=None, *, tile: Optional[str] = None):
         """Validate ``desc`` and pick the kernel family and tile (``tile`` forces one of
-        "128x128", "64x64", "16x32", "simt")."""
+        "128x128", "64x64", "16x32", "simt" or, on sm90a, "wgmma128x128", "wgmma128x256",
+        "wgmma128x256c2"; see the module docstring for the default heuristic)."""
         plan = begin_select(cls, desc, pref, GemmDescriptor, plan_arch)
         d = desc
-        if tile is not None and tile not in (*spec.TILES, "simt"):
+        if tile is not None and tile not in (*spec.TILES, "simt", *SM90_TILES):
             raise UnsupportedError(f"Gemm: tile {tile!r} is not wired; wired: "
-                                   f"{', '.join(spec.TILES)}, simt")
+                                   f"{', '.join(spec.TILES)}, simt, {', '.join(SM90_TILES)}")
+        if tile in SM90_TILES and plan._arch is not ArchSku.SM90A:
+            raise UnsupportedError(f"Gemm: tile {tile} needs sm90a (wgmma); this plan targets "
+                                   f"{plan._arch.value}")
         if d.dtype not in HALF:
             if tile not in (None, "simt"):
                 raise UnsupportedError(f"Gemm: tile {tile} needs float16 / bfloat16 inputs "
@@ -155,7 +221,11 @@ class GemmPlan(Plan):
             tile = "simt"
         elif tile is None:
             big = math.ceil(d.m / 128) * math.ceil(d.n / 128)
-            if d.m <= DECODE_MAX_M:
+            if (plan._arch is ArchSku.SM90A and d.m > DECODE_MAX_M
+                    and big >= SM90_MIN_TILES):
+                t256 = spec90.num_tiles(d.m, d.n, "128x256")
+                tile = "wgmma128x256" if t256 >= SM90_BIG_TILE_MIN_CTAS else "wgmma128x128"
+            elif d.m <= DECODE_MAX_M:
                 tile = spec.DECODE_TILE
             else:
                 tile = "128x128" if big >= BIG_TILE_MIN_CTAS else "64x64"
@@ -166,6 +236,10 @@ class GemmPlan(Plan):
         pg = PrecisionGuarantee(math_precision=d.dtype, accumulator=acc)
         if tile == "simt":
             tmpl, knobs = spec.GEMM_SIMT, plan._simt_knobs()
+        elif tile in SM90_TILES:
+            tmpl, knobs = spec90.GEMM_SM90, dict(plan._sm90_knobs("k", "k"))
+            knobs.pop("a_major")
+            knobs.pop("b_major")
         else:
             tmpl, knobs = spec.GEMM_MMA, dict(plan._mma_knobs("k", "n"))
             knobs.pop("a_major")
@@ -186,12 +260,27 @@ class GemmPlan(Plan):
                                               act=self._act)
         return kn
 
+    def _sm90_knobs(self, a_major: str, b_major: str) -> dict:
+        key = ("sm90", a_major, b_major)
+        kn = self._knob_memo.get(key)
+        if kn is None:
+            d = self.desc
+            tile, cluster = SM90_TILES[self._tile]
+            if a_major != "k":
+                cluster = 1             # the cluster SKUs exist for a k-major a only
+            kn = self._knob_memo[key] = dict(dtype=d.dtype.short, out=d.out_dtype.short,
+                                              a_major=a_major, b_major=b_major, tile=tile,
+                                              cluster=cluster)
+        return kn
+
     def _mma_knobs(self, a_major: str, b_major: str) -> dict:
         key = ("mma", a_major, b_major)
         kn = self._knob_memo.get(key)
         if kn is None:
             d = self.desc
             tile = self._tile
+            if tile in SM90_TILES:
+                tile = "128x128"        # operands TMA cannot take: the mma.sync kernel
             if tile == spec.DECODE_TILE and a_major != "k":
                 tile = "64x64"          # the decode tile exists for k-major a only
             kn = self._knob_memo[key] = dict(dtype=d.dtype.short, out=d.out_dtype.short,
@@ -227,6 +316,13 @@ class GemmPlan(Plan):
 
     def _route(self, a, b, c, bias):
         d = self.desc
+        if self._tile in SM90_TILES and d.k >= 1:
+            la = _tma_layout(a, d.m, d.k, a.strides[0], a.strides[1])
+            lb = _tma_layout(b, d.n, d.k, b.strides[1], b.strides[0])
+            if la is not None and lb is not None:
+                am = "k" if la[0] == "k" else "m"
+                bm = "k" if lb[0] == "k" else "n"
+                return spec90.GEMM_SM90, self._sm90_knobs(am, bm), (la[1], lb[1])
         if self._tile != "simt" and d.k >= 1:
             la = _mma_layout(a, d.m, d.k, a.strides[0], a.strides[1])
             lb = _mma_layout(b, d.n, d.k, b.strides[1], b.strides[0])
@@ -245,7 +341,9 @@ class GemmPlan(Plan):
         tmpl, knobs, lds = self._route(a, b, c, bias)
         lk = self._kernel(tmpl, knobs, a.device)
         pbias, bs, hb = (bias.ptr, bias.strides[0], 1) if bias is not None else (c.ptr, 0, 0)
-        if tmpl is spec.GEMM_MMA:
+        if tmpl is spec90.GEMM_SM90:
+            self._launch_sm90(lk, knobs, a, b, c, pbias, bs, hb, lds, stream)
+        elif tmpl is spec.GEMM_MMA:
             bm, bn = spec.TILES[knobs["tile"]][:2]
             grid = (math.ceil(d.m / bm) * math.ceil(d.n / bn), 1, 1)
             lk.launch(grid, [a.ptr, b.ptr, c.ptr, pbias, d.m, d.n, d.k, lds[0], lds[1],
@@ -255,3 +353,38 @@ class GemmPlan(Plan):
             lk.launch(grid, [a.ptr, b.ptr, c.ptr, pbias, d.m, d.n, d.k, a.strides[0],
                              a.strides[1], b.strides[0], b.strides[1], c.strides[0],
                              c.strides[1], bs, d.alpha, d.beta, hb], stream)
+
+    def _launch_sm90(self, lk, knobs, a, b, c, pbias, bs, hb, lds, stream) -> None:
+        from ..runtime.device import sm_count
+
+        d = self.desc
+        tile = knobs["tile"]
+        bm, bn, bk = spec90.TILES[tile][:3]
+        dt = knobs["dtype"]
+        a_k = knobs["a_major"] == "k"
+        b_k = knobs["b_major"] == "k"
+        # descriptors memoised per (pointers, leading dims, SKU): a repeated call re-encodes none
+        memo = self.__dict__.setdefault("_tmaps", {})
+        key = (a.ptr, b.ptr, lds, id(knobs))
+        tmaps = memo.get(key)
+        if tmaps is None:
+            if len(memo) >= 64:
+                memo.clear()
+            tmaps = memo[key] = (
+                spec90.operand_tmap(a.ptr, dt, a_k, d.m, d.k, lds[0], bm, bk),
+                spec90.operand_tmap(b.ptr, dt, b_k, d.n, d.k, lds[1], bn, bk, knobs["cluster"]))
+        ta, tb = tmaps
+        sms = self.__dict__.get("_sms")
+        if sms is None:
+            sms = self._sms = sm_count(a.device)
+        cl = knobs["cluster"]
+        if cl == 1:
+            grid = (max(1, min(spec90.num_tiles(d.m, d.n, tile), sms)), 1, 1)
+        else:
+            # one work unit = a column-aligned pair of tiles; never more clusters than fit at once
+            units = -(-math.ceil(d.m / bm) // cl) * math.ceil(d.n / bn)
+            grid = (cl * max(1, min(units, _max_active_clusters(lk, sms // cl))), 1, 1)
+        epi = spec90.epi_word(self._act, c.ptr, c.strides[0], c.strides[1], d.m,
+                              d.out_dtype.itemsize, None if not hb else pbias, bs)
+        lk.launch(grid, [ta, tb, c.ptr, pbias, d.m, d.n, d.k, c.strides[0], c.strides[1], bs,
+                         d.alpha, d.beta, hb, epi], stream)

@@ -21,4 +21,5 @@ from . import ctc  # noqa: F401
 from . import gemm  # noqa: F401
 from . import loss_pointwise  # noqa: F401
 from . import cross_entropy  # noqa: F401
+from . import gemm_sm90  # noqa: F401
 from . import softmax  # noqa: F401
