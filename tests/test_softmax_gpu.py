@@ -249,3 +249,40 @@ def test_namespace_functions():
         softmax(xp.from_dlpack(torch.ones((3, 4), device="cuda", dtype=torch.int32)))
     with pytest.raises(ValueError):
         softmax(x, axis=3)
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("n", [32768, 40000, 131072, 262144])
+def test_forward_every_wide_sku(dt, n):
+    """Every register / cluster SKU of the arch that holds a row of ``n`` (single CTA, half and
+    full cluster slices, as benchmarks/sweep_softmax.py times them), forced through the plan:
+    random rows, a NaN row (all NaN, as PyTorch), huge values and −inf entries."""
+    torch = _torch()
+    from baracuda_dsl.plans.softmax import SoftmaxArgs, SoftmaxDescriptor, SoftmaxPlan
+    from baracuda_dsl.templates import softmax as spec
+
+    big = {"float16": 6e4, "bfloat16": 1e38, "float32": 1e38}[dt]
+    x = _rand((4, n), dt, seed=n)
+    x[1, 3] = float("nan")
+    x[2, ::3] = big
+    x[3, ::2] = float("-inf")
+    for log in (False, True):
+        plan = SoftmaxPlan.select(SoftmaxDescriptor((4, n), dt, -1, log))
+        ks = [dict(k) for k in plan._template.skus(plan._arch.value)]
+        ks = [k for k in ks if k["dtype"] == plan._knobs["dtype"] and k["chunks"] > 0
+              and n <= spec.bucket_cap(k) < 4 * n]
+        ref = (torch.log_softmax if log else torch.softmax)(x.double(), -1)
+        for k in ks:
+            plan._knobs, plan._records = k, {}
+            y = _poison(torch, (4, n), dt)
+            plan.run(SoftmaxArgs(x, y))
+            assert torch.isnan(y[1]).all(), k
+            assert relerr(y[0], ref[0]) < _tol(dt, n), (k, log)
+            for r in (2, 3):
+                fin = torch.isfinite(ref[r])
+                assert torch.equal(torch.isfinite(y[r]), fin), (k, r, log)
+                if log:
+                    assert relerr(y[r][fin], ref[r][fin]) < _tol(dt, n) * 2, (k, r, log)
+                else:
+                    assert close_rows(y[r][fin], ref[r][fin], dt, _tol(dt, n) * 2) == 0, (k, r)
+                    assert (y[r][~fin] == 0).all(), (k, r)

@@ -4,12 +4,17 @@ row-length bucket (log vs plain is the runtime flag ``LOG``).
     softmax:     y = exp(x − m) / S,       m = max(x),  S = Σ exp(x − m)
     log_softmax: y = x − m − log(S)
 
-Register mode (``chunks > 0``): each thread loads ``chunks`` vectors of its row (16-byte loads),
-keeps them in registers, computes its (max, Σ exp(x − max)) pair, merges the row's pairs (warp
-shuffles + one shared slot per warp, one barrier), rescales and writes y: x is read once (1 read
-+ 1 write).  With a thread-block cluster
+Register mode (``chunks > 0``): each thread issues all its loads first (``chunks`` 16-byte
+vectors of its row) and keeps ONLY the inputs in registers (two-byte values stay packed); it
+takes its max (packed ``max.bf16x2`` / ``max.f16x2`` for the half types, FMNMX in f32) and its
+Σ exp(x − max) (halves widened at the point of use), merges the row's (max, sum-exp) pairs
+(warp shuffles + one shared slot per warp, one barrier) and writes y recomputing
+exp(x − m_row) from the inputs (a second MUFU.EX2 per element instead of an f32 copy of the
+row: 32 registers a thread at 1024 threads, so two CTAs share an SM and one's exp phase
+overlaps the other's loads): x is read once (1 read + 1 write).  With a thread-block cluster
 (sm90a) each CTA holds a slice of the row; the CTAs' (max, sum-exp) pairs are exchanged through
-distributed shared memory and merged in rank order.  Loop mode (``chunks == 0``, any ``N``): one
+distributed shared memory and merged by a C-lane butterfly (fixed order, bit-identical in
+every CTA).  Loop mode (``chunks == 0``, any ``N``): one
 online pass keeps a running (max, rescaled sum) per thread, the row's pairs are merged, and a
 second pass writes y (2 reads + 1 write; the second read mostly hits L2).  exp(x − m) is
 exp2((x − m)·log2 e) (difference first: no overflow / cancellation for huge x); half types
@@ -22,12 +27,39 @@ import math
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Int32, Int64, const_expr
+from cutlass import Float64, Int32, Int64, Uint32, const_expr
 
 from ..templates.softmax import LOG, SLOTS, _geometry
 from .reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_rank,
                              compute_type, element_type, row_offset)
-from .softmax_base import cluster_online, exp_sub, row_allreduce_online, safe_max
+from .softmax_base import (WARP, _publish, exp_sub, row_allreduce_online, safe_max,
+                           warp_online)
+
+
+@cute.jit
+def fmax_c(a, b):
+    """max in the compute type: one FMNMX for f32 (drops a NaN operand: NaN elements still
+    reach every output through the sum of exponentials), the NaN-propagating max for f64."""
+    if const_expr(isinstance(a, Float64)):
+        return cutlass.max(a, b)
+    return cute.arch.fmax(a, b)
+
+
+@cute.jit
+def cluster_merge(m, s, cbuf, C: cutlass.Constexpr, row_in_cta, lane_in_row):
+    """The row's (max, sum-exp) pair over a cluster of C CTAs (C a power of two <= 32; identity
+    for C == 1): each CTA publishes its pair to every peer (DSMEM), one cluster barrier, then
+    lane l of every warp reads rank l mod C's pair and the C-lane xor butterfly merges them
+    (every lane of every CTA gets the bit-identical pair; only one pair live per thread, where
+    merging all C pairs in each thread kept 2·C values live beside the row)."""
+    if const_expr(C == 1):
+        return m, s
+    _publish(m, cbuf, C, 0, row_in_cta, lane_in_row)
+    _publish(s, cbuf, C, 1, row_in_cta, lane_in_row)
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+    r = lane_in_row % WARP % C
+    return warp_online(cbuf[row_in_cta, 0, r], cbuf[row_in_cta, 1, r], C)
 
 
 def build(knobs: dict):
@@ -40,6 +72,23 @@ def build(knobs: dict):
     smem = _geometry(knobs).smem_bytes
     U = 4 if vec > 1 else 8  # loop mode: vectors per thread in flight per step
     NEG = -math.inf
+    HALF = T.width == 16 and vec % 2 == 0  # two-byte vectors: packed max, packed registers
+    NEG2 = 0xFF80FF80 if dt == "bf16" else 0xFC00FC00  # (−inf, −inf)
+    MAX2 = ("{ .reg .b32 t; mov.b32 t, {$r0}; max.%s {$w0}, t, {$r1}; }"
+            % ("bf16x2" if dt == "bf16" else "f16x2"))
+    WORDS = vec * T.width // 32
+
+    @cute.jit
+    def opaque(src, c: cutlass.Constexpr, dst):
+        """dst ← src[:, c] through opaque 32-bit moves: the write pass re-widens the halves
+        from their packed words instead of keeping the first pass's f32 conversions alive
+        across the reduction (which would double the register footprint)."""
+        sw = cute.recast_tensor(src, Uint32)
+        dw = cute.recast_tensor(dst, Uint32)
+        for i in cutlass.range_constexpr(WORDS):
+            dw[i] = cute.arch.inline_ptx("mov.b32 {$w0}, {$r0};", write_only_types=[Uint32],
+                                         read_only_args=[sw[i, c]])
+
 
     @cute.kernel
     def kernel(px: cute.Pointer, py: cute.Pointer, M: Int32, N: Int32, s1: Int32, s2: Int32,
@@ -61,8 +110,9 @@ def build(knobs: dict):
             nv = chunks * tpr * C
             gx = cute.make_tensor(px + offx, cute.make_layout((vec, nv), stride=(1, vec)))
             gy = cute.make_tensor(py + offy, cute.make_layout((vec, nv), stride=(1, vec)))
-            rx = cute.make_rmem_tensor(cute.make_layout((vec, chunks), stride=(1, vec)), T)
-            xf = cute.make_rmem_tensor(cute.make_layout((vec, chunks), stride=(1, vec)), CT)
+            fl = cute.make_layout((vec, chunks), stride=(1, vec))
+            rx = cute.make_rmem_tensor(fl, T)
+            # every row load is issued first; only the (packed) inputs stay in registers
             for c in cutlass.range_constexpr(chunks):
                 v = vb + c * tpr + lane
                 if valid and v * vec < N:
@@ -74,40 +124,52 @@ def build(knobs: dict):
             cbuf = alloc_cluster_buffer(CT, rows, SLOTS, C)
             # one online (max, sum-exp) reduction: each thread exponentiates against its own
             # max, the thread / warp / CTA pairs merge with one barrier, the cluster's with one
-            # cluster barrier, and each thread rescales by exp(m_thread − m_row) at the end
+            # cluster barrier; the write pass recomputes exp(x − m_row) from the inputs (a
+            # second MUFU.EX2 an element instead of an f32 copy of the row in registers)
             m = CT(NEG)
-            for c in cutlass.range_constexpr(chunks):
-                for e in cutlass.range_constexpr(vec):
-                    xf[e, c] = CT(rx[e, c])
-                    m = cutlass.max(m, xf[e, c])
+            if const_expr(HALF):
+                # packed max of the halves (exact; −inf padding never wins)
+                rw = cute.recast_tensor(rx, Uint32)
+                mp = Uint32(NEG2)
+                for c in cutlass.range_constexpr(chunks):
+                    for e in cutlass.range_constexpr(vec // 2):
+                        mp = cute.arch.inline_ptx(MAX2, write_only_types=[Uint32],
+                                                  read_only_args=[mp, rw[e, c]])
+                mt1 = cute.make_rmem_tensor(cute.make_layout(1), Uint32)
+                mt1[0] = mp
+                mh = cute.recast_tensor(mt1, T)
+                m = fmax_c(CT(mh[0]), CT(mh[1]))
+            else:
+                for c in cutlass.range_constexpr(chunks):
+                    for e in cutlass.range_constexpr(vec):
+                        m = fmax_c(m, CT(rx[e, c]))
             ms = safe_max(m)
             s = CT(0.0)
-            if is_log:
-                for c in cutlass.range_constexpr(chunks):
-                    for e in cutlass.range_constexpr(vec):
-                        s = s + exp_sub(xf[e, c], ms)
-            else:
-                for c in cutlass.range_constexpr(chunks):
-                    for e in cutlass.range_constexpr(vec):
-                        xf[e, c] = exp_sub(xf[e, c], ms)
-                        s = s + xf[e, c]
+            for c in cutlass.range_constexpr(chunks):
+                for e in cutlass.range_constexpr(vec):
+                    s = s + exp_sub(CT(rx[e, c]), ms)
             mt, st = row_allreduce_online(m, s, buf, tpr, 0, 1, rin, lane)
-            mt, st = cluster_online(mt, st, cbuf, C, 0, 1, rin, lane)
-            if is_log:
-                sub = mt + cute.math.log(st)
-                for c in cutlass.range_constexpr(chunks):
-                    for e in cutlass.range_constexpr(vec):
-                        rx[e, c] = T(xf[e, c] - sub)
-            else:
-                # m = −inf (only −inf / padding here): scale 0, y = 0; all −inf row: 0/0 = NaN
-                scale = exp_sub(m, safe_max(mt)) / st
-                for c in cutlass.range_constexpr(chunks):
-                    for e in cutlass.range_constexpr(vec):
-                        rx[e, c] = T(xf[e, c] * scale)
+            mt, st = cluster_merge(mt, st, cbuf, C, rin, lane)
+            sub = mt + cute.math.log(st)
+            mlt = safe_max(mt)
+            # m_row = −inf (a row of only −inf): st = 0, y = 0·inf = NaN, as PyTorch
+            inv = CT(1.0) / st
+            xv = cute.make_rmem_tensor(cute.make_layout(vec), T)
+            yv = cute.make_rmem_tensor(cute.make_layout(vec), T)
             for c in cutlass.range_constexpr(chunks):
                 v = vb + c * tpr + lane
+                if const_expr(HALF):
+                    opaque(rx, c, xv)  # re-widen from the packed words (no f32 copy kept)
+                else:
+                    xv.store(rx[None, c].load())
+                if is_log:
+                    for e in cutlass.range_constexpr(vec):
+                        yv[e] = T(CT(xv[e]) - sub)
+                else:
+                    for e in cutlass.range_constexpr(vec):
+                        yv[e] = T(exp_sub(CT(xv[e]), mlt) * inv)
                 if valid and v * vec < N:
-                    cute.autovec_copy(rx[None, c], gy[None, v])
+                    cute.autovec_copy(yv, gy[None, v])
         else:
             nvec = (N + vec - 1) // vec
             lay = cute.make_layout((vec, nvec), stride=(1, vec))

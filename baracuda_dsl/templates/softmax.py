@@ -76,8 +76,11 @@ CLUSTERS = (2, 4, 8)
 #: SM, so one CTA's exp / convert / reduce phase overlaps the other's loads (a full 1024-thread
 #: CTA runs alone on its SM).  benchmarks/sweep_softmax.py times them against the ladder.
 CLUSTER_EXTRA_FW = ((2, True), (4, True), (8, True))
-#: two-byte forward ladder: 16K-element slices of 512 threads (52–57 registers: two CTAs per
-#: SM, so exp / convert overlaps the next slice's loads) up to 8 × 16K, then 8 full slices.  The
+#: two-byte forward ladder: 16K-element slices of 512 threads (two CTAs per SM, so exp /
+#: convert overlaps the next slice's loads) up to 8 × 16K, then 8 full slices.  (Since the
+#: forward keeps only the packed inputs and recomputes exp in the write pass, every two-byte
+#: register / cluster SKU uses 32 registers, was 49–57: full 1024-thread slices now fit two CTAs
+#: per SM too — re-run benchmarks/sweep_softmax.py before trusting the numbers below.)  The
 #: full-slice ladder ran at 0.84 / 0.61 / 0.57 of copy at 32K / 128K / 256K on the H100 (one
 #: 1024-thread CTA per SM: its exp phase is not overlapped), the backward (no exp) at 0.99.
 #: Sweep of 2026-11-23 (benchmarks/sweep_softmax.py, H100, fraction of copy): bf16 32K rows —
