@@ -17,18 +17,9 @@ from __future__ import annotations
 from .. import _dtypes as _dt
 from .. import _plans
 from .._array_object import Array
+from ._common import legacy_reduction as _legacy
 
 __all__ = ["cross_entropy", "nll_loss", "linear_cross_entropy"]
-
-
-def _legacy(size_average, reduce, reduction: str) -> str:
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
 
 
 def _check_reduction(name: str, reduction: str) -> None:

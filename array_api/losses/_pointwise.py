@@ -20,6 +20,7 @@ from baracuda_dsl.plans.loss_pointwise import (PointwiseLossArgs, PointwiseLossD
 from .. import _dtypes as _dt
 from .. import _plans
 from .._array_object import Array
+from ._common import legacy_reduction as _legacy
 
 __all__ = [
     "mse_loss", "l1_loss", "huber_loss", "smooth_l1_loss", "soft_margin_loss",
@@ -27,17 +28,6 @@ __all__ = [
     "gaussian_nll_loss", "hinge_embedding_loss", "margin_ranking_loss",
     "multilabel_soft_margin_loss",
 ]
-
-
-def _legacy(size_average, reduce, reduction: str) -> str:
-    """torch's legacy (size_average, reduce) → reduction mapping (both None: ``reduction``)."""
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
 
 
 def _check(name: str, arrays, names):

@@ -24,15 +24,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..dtypes import FP4, DType, float32, float64, int32, int64
+from ..dtypes import FP4, DType, int32, int64
 from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import (Plan, align_up, check_dtype, check_writable_no_overlap, plan_arch,
-                    resolve_pref, view_arg)
+from ..plan import Plan, align_up, check_dtype, check_writable_no_overlap, plan_arch, view_arg
 from ..templates import ctc as spec
 from ..templates import loss_row as lspec
-from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from . import _loss_common
+from ._loss_common import (begin_loss_select, check_int, check_reduction, loss_ct, loss_out_shape,
+                           loss_sku)
 
-REDUCTIONS = ("none", "mean", "sum")
+REDUCTIONS = _loss_common.REDUCTIONS
 
 
 @dataclass(frozen=True)
@@ -57,17 +58,14 @@ class CTCLossDescriptor:
         who = type(self).__name__
         for f in ("t", "n", "c", "s", "total"):
             v = getattr(self, f)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise InvalidProblemError(f"{who}: {f} must be an int >= 0, got {v!r}")
+            check_int(v, f, who)
             if v >= 2 ** 31:
                 raise UnsupportedError(f"{who}: {f} must be < 2^31")
         if self.c < 1:
             raise InvalidProblemError(f"{who}: c must be >= 1 (the blank is a class)")
         if not isinstance(self.blank, int) or not 0 <= self.blank < self.c:
             raise InvalidProblemError(f"{who}: blank must be in [0, c), got {self.blank!r}")
-        if self.reduction not in REDUCTIONS:
-            raise InvalidProblemError(f"{who}: reduction must be one of {REDUCTIONS}, got "
-                                      f"{self.reduction!r}")
+        check_reduction(self.reduction, who)
         object.__setattr__(self, "dtype", check_dtype(self.dtype, FP4, who))
         object.__setattr__(self, "concatenated", bool(self.concatenated))
         object.__setattr__(self, "zero_infinity", bool(self.zero_infinity))
@@ -107,36 +105,23 @@ class CTCLossBackwardArgs:
     status: object = None
 
 
-def _ct(dt):
-    return float64 if dt is float64 else float32
-
-
 class _CTC(Plan):
     _desc_type = CTCLossDescriptor
     _backward = False
 
     @classmethod
     def select(cls, desc, pref=None):
-        pref = resolve_pref(pref)
-        if type(desc) is not cls._desc_type:
-            raise InvalidProblemError(f"{cls.__name__} needs a {cls._desc_type.__name__}, got "
-                                      f"{type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = begin_loss_select(cls, desc, pref, plan_arch)
         plan._knobs = dict(dtype=desc.dtype.short)
-        ct = _ct(desc.dtype)
-        pg = PrecisionGuarantee(math_precision=ct, accumulator=ct)
         tmpl = spec.CTC_BW if cls._backward else spec.CTC_FW
-        plan._sku = KernelSku(OpCategory.LOSS, "ctc_bw" if cls._backward else "ctc",
-                              desc.dtype, plan._arch, BackendKind.CUTE_DSL, pg,
-                              aux_element=int64, template=tmpl.name,
-                              knobs=tuple(sorted(plan._knobs.items())))
+        plan._sku = loss_sku(desc, plan._arch, "ctc_bw" if cls._backward else "ctc", tmpl,
+                             plan._knobs, aux_element=int64)
         return plan
 
     # workspace layout: alpha | beta (backward) | nll | part
     def _layout(self):
         d = self.desc
-        ct = _ct(d.dtype).itemsize
+        ct = loss_ct(d.dtype).itemsize
         rows = align_up(d.n * d.t * (2 * d.s + 1) * ct)
         lay = {"alpha": 0}
         off = rows
@@ -153,7 +138,7 @@ class _CTC(Plan):
         return self._layout()[1]
 
     def _out_shape(self):
-        return (self.desc.n,) if self.desc.reduction == "none" else ()
+        return loss_out_shape(self.desc)
 
     def _common_views(self, args):
         d = self.desc
@@ -170,14 +155,16 @@ class _CTC(Plan):
     def can_implement(self, args) -> None:
         self._views(args)
 
+    def _target_strides(self, tg, flags):
+        """(target stride over samples, over labels, flags with CONCAT for 1-D targets)."""
+        if self.desc.concatenated:
+            return 0, tg.strides[0], flags | spec.CONCAT
+        return tg.strides[0], tg.strides[1], flags
+
     def _fw_args(self, lp, tg, il, tl, ws, out, stv, flags, os0):
         d = self.desc
         lay, _ = self._layout()
-        if d.concatenated:
-            ts0, ts1 = 0, tg.strides[0]
-            flags |= spec.CONCAT
-        else:
-            ts0, ts1 = tg.strides
+        ts0, ts1, flags = self._target_strides(tg, flags)
         return [lp.ptr, tg.ptr, il.ptr, tl.ptr, ws.ptr + lay["alpha"], ws.ptr + lay["nll"],
                 out, ws.ptr + lay["part"], stv.ptr if stv is not None else 0,
                 1 if stv is not None else 0, d.t, d.n, d.c, d.s, d.blank, lp.strides[0],
@@ -243,11 +230,7 @@ class CTCLossBackwardPlan(_CTC):
         fw.launch((d.n, 1, 1), self._fw_args(lp, tg, il, tl, ws, 0, stv, 0, 0), stream)
         flags = (spec.ZERO_INF if d.zero_infinity else 0) | (
             spec.MEAN if d.reduction == "mean" else 0)
-        if d.concatenated:
-            ts0, ts1 = 0, tg.strides[0]
-            flags |= spec.CONCAT
-        else:
-            ts0, ts1 = tg.strides
+        ts0, ts1, flags = self._target_strides(tg, flags)
         scale = 1.0 / d.n if d.reduction == "mean" else 1.0
         bw = self._kernel(spec.CTC_BW, self._knobs, lp.device)
         bw.launch((d.n, 1, 1), [

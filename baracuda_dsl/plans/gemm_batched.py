@@ -50,8 +50,26 @@ def _entry(v: TensorView, i: int) -> TensorView:
                                v.strides[1:], v.dtype, v.device, v.owner)
 
 
+class _GemmFields:
+    """What the batched and grouped descriptors share: the GemmDescriptor fields dtype /
+    out_dtype / alpha / beta / epilogue."""
+
+    def _gemm_desc(self, m: int, n: int, k: int) -> GemmDescriptor:
+        return GemmDescriptor(m, n, k, self.dtype, self.out_dtype, self.alpha, self.beta,
+                              self.epilogue)
+
+    def _adopt(self, g: GemmDescriptor) -> None:
+        """Take GemmDescriptor ``g``'s validated, normalised fields."""
+        for name in ("dtype", "out_dtype", "alpha", "beta"):
+            object.__setattr__(self, name, getattr(g, name))
+
+    @property
+    def has_bias(self) -> bool:
+        return self.epilogue != "identity"
+
+
 @dataclass(frozen=True)
-class BatchedGemmDescriptor:
+class BatchedGemmDescriptor(_GemmFields):
     """``batch`` independent c (m, n) = act(alpha · a (m, k) @ b (k, n) + beta · c + bias);
     the other fields exactly as :class:`GemmDescriptor`."""
 
@@ -67,20 +85,12 @@ class BatchedGemmDescriptor:
 
     def __post_init__(self):
         _check_count(self.batch, "BatchedGemm: batch")
-        g = GemmDescriptor(self.m, self.n, self.k, self.dtype, self.out_dtype, self.alpha,
-                           self.beta, self.epilogue)
-        for name in ("dtype", "out_dtype", "alpha", "beta"):
-            object.__setattr__(self, name, getattr(g, name))
+        self._adopt(self.gemm)
 
     @property
     def gemm(self) -> GemmDescriptor:
         """The per-entry GemmDescriptor."""
-        return GemmDescriptor(self.m, self.n, self.k, self.dtype, self.out_dtype, self.alpha,
-                              self.beta, self.epilogue)
-
-    @property
-    def has_bias(self) -> bool:
-        return self.epilogue != "identity"
+        return self._gemm_desc(self.m, self.n, self.k)
 
 
 @dataclass
@@ -168,7 +178,7 @@ class BatchedGemmPlan(Plan):
 
 # ------------------------------------------------------------------------------- grouped
 @dataclass(frozen=True)
-class GroupedGemmDescriptor:
+class GroupedGemmDescriptor(_GemmFields):
     """Independent problems ``problems[g] = (m_g, n_g, k_g)`` (e.g. MoE experts with different
     m; any extent may be 0), all with the same dtype / out_dtype / alpha / beta / epilogue
     (fields as :class:`GemmDescriptor`)."""
@@ -192,20 +202,11 @@ class GroupedGemmDescriptor:
             out.append(tuple(_check_count(v, f"GroupedGemm: problem {g} {nm}")
                              for v, nm in zip(p, "mnk")))
         object.__setattr__(self, "problems", tuple(out))
-        g = GemmDescriptor(1, 1, 1, self.dtype, self.out_dtype, self.alpha, self.beta,
-                           self.epilogue)
-        for name in ("dtype", "out_dtype", "alpha", "beta"):
-            object.__setattr__(self, name, getattr(g, name))
+        self._adopt(self._gemm_desc(1, 1, 1))
 
     def gemm(self, g: int) -> GemmDescriptor:
         """The GemmDescriptor of problem ``g``."""
-        m, n, k = self.problems[g]
-        return GemmDescriptor(m, n, k, self.dtype, self.out_dtype, self.alpha, self.beta,
-                              self.epilogue)
-
-    @property
-    def has_bias(self) -> bool:
-        return self.epilogue != "identity"
+        return self._gemm_desc(*self.problems[g])
 
 
 @dataclass

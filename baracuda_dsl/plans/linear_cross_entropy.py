@@ -118,6 +118,12 @@ def _z_dtype(dt: DType) -> DType:
     return float64 if dt == float64 else float32
 
 
+def _vrows(v: TensorView, v0: int, shape, strides) -> TensorView:
+    """A view of ``shape`` / ``strides`` over (v, k) matrix ``v`` from its row ``v0``."""
+    return TensorView._trusted(v.ptr + v0 * v.strides[0] * v.dtype.itemsize, tuple(shape),
+                               tuple(strides), v.dtype, v.device, None)
+
+
 class _LinearCE(Plan):
     @classmethod
     def select(cls, desc, pref=None):
@@ -158,6 +164,22 @@ class _LinearCE(Plan):
     def is_empty(self) -> bool:
         return False
 
+    def can_implement(self, args) -> None:
+        self._views(args)
+
+    def _knob_memo(self, k: dict) -> dict:
+        """A stable dict object per distinct knob set (``Plan._kernel`` memoises by identity)."""
+        memo = self.__dict__.setdefault("_kmemo", {})
+        key = tuple(sorted(k.items()))
+        return memo.setdefault(key, k)
+
+    def _per_row(self, obj, name: str, dev):
+        """A per-row loss-shaped view: (n,) for reduction none, else a single element."""
+        d = self.desc
+        if d.reduction == "none":
+            return _vec_view(obj, name, d.n, d.dtype, dev, optional=False)
+        return _scalar_view(obj, name, d.dtype, dev)
+
     def _xw(self, args):
         d = self.desc
         x = view_arg(args.x, "x", shape=(d.n, d.k), dtype=d.dtype)
@@ -175,9 +197,7 @@ class _LinearCE(Plan):
 
     def _wchunk_t(self, w: TensorView, v0: int, vc: int) -> TensorView:
         """W[v0:v0+vc]ᵀ as a (k, vc) view."""
-        return TensorView._trusted(w.ptr + v0 * w.strides[0] * w.dtype.itemsize,
-                                   (self.desc.k, vc), (w.strides[1], w.strides[0]), w.dtype,
-                                   w.device, None)
+        return _vrows(w, v0, (self.desc.k, vc), (w.strides[1], w.strides[0]))
 
     def _z(self, ws: Workspace, vc: int, dev: int) -> TensorView:
         return TensorView._trusted(ws.ptr + self._lay["z"], (self.desc.n, vc),
@@ -215,18 +235,12 @@ class LinearCrossEntropyPlan(_LinearCE):
     def _views(self, args):
         d = self.desc
         x, w, t, dev = self._xw(args)
-        if d.reduction == "none":
-            loss = _vec_view(args.loss, "loss", d.n, d.dtype, dev, optional=False)
-        else:
-            loss = _scalar_view(args.loss, "loss", d.dtype, dev)
+        loss = self._per_row(args.loss, "loss", dev)
         lse = _vec_view(args.lse, "lse", d.n, self._ct, dev)
         tw = _scalar_view(args.total_weight, "total_weight", self._ct, dev, optional=True)
         if tw is not None and d.reduction == "none":
             raise InvalidProblemError("total_weight is an output of mean / sum only")
         return x, w, t, loss, lse, tw, _status(args.status, dev), dev
-
-    def can_implement(self, args) -> None:
-        self._views(args)
 
     def _launch(self, args, stream: int, ws: Workspace) -> None:
         d = self.desc
@@ -260,11 +274,6 @@ class LinearCrossEntropyPlan(_LinearCE):
             rk.launch((1, 1, 1), (stats + 4 * z, stats + 5 * z, loss.ptr, _p(tw), d.n,
                                   spec.LCE_STATS, rflags), stream)
 
-    def _knob_memo(self, k: dict) -> dict:
-        """A stable dict object per distinct knob set (``Plan._kernel`` memoises by identity)."""
-        memo = self.__dict__.setdefault("_kmemo", {})
-        key = tuple(sorted(k.items()))
-        return memo.setdefault(key, k)
 
 
 class LinearCrossEntropyBackwardPlan(_LinearCE):
@@ -296,18 +305,12 @@ class LinearCrossEntropyBackwardPlan(_LinearCE):
         d = self.desc
         x, w, t, dev = self._xw(args)
         lse = _vec_view(args.lse, "lse", d.n, self._ct, dev, optional=False)
-        if d.reduction == "none":
-            g = _vec_view(args.grad_loss, "grad_loss", d.n, d.dtype, dev, optional=False)
-        else:
-            g = _scalar_view(args.grad_loss, "grad_loss", d.dtype, dev)
+        g = self._per_row(args.grad_loss, "grad_loss", dev)
         tw = _scalar_view(args.total_weight, "total_weight", self._ct, dev,
                           optional=d.reduction != "mean")
         dx = view_arg(args.dx, "dx", shape=(d.n, d.k), dtype=d.dtype, device=dev)
         dw = view_arg(args.dweight, "dweight", shape=(d.v, d.k), dtype=d.dtype, device=dev)
         return x, w, t, lse, g, tw, dx, dw, _status(args.status, dev), dev
-
-    def can_implement(self, args) -> None:
-        self._views(args)
 
     def _fill0(self, out: TensorView, stream: int) -> None:
         from .elementwise import ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan
@@ -334,9 +337,7 @@ class LinearCrossEntropyBackwardPlan(_LinearCE):
         dzp = ws.ptr + self._lay["dz"]
         for j, (v0, vc) in enumerate(self._chunks):
             self._logits(x, w, ws, v0, vc, dev, stream)
-            kk = self._lce_knobs(vc, "bw")
-            memo = self.__dict__.setdefault("_kmemo", {})
-            kk = memo.setdefault(tuple(sorted(kk.items())), kk)
+            kk = self._knob_memo(self._lce_knobs(vc, "bw"))
             kern = self._kernel(spec.LCE_CHUNK, kk, dev)
             kern.launch(((d.n + kk["rows"] - 1) // kk["rows"], 1, 1),
                         (ws.ptr + self._lay["z"], t.ptr, lse.ptr, dzp, gl.ptr, _p(tw), _p(st),
@@ -344,10 +345,8 @@ class LinearCrossEntropyBackwardPlan(_LinearCE):
                         stream)
             dz = TensorView._trusted(dzp, (d.n, vc), (d.chunk, 1), d.dtype, dev, None)
             dzt = TensorView._trusted(dzp, (vc, d.n), (1, d.chunk), d.dtype, dev, None)
-            wc = TensorView._trusted(w.ptr + v0 * w.strides[0] * w.dtype.itemsize, (vc, d.k),
-                                     w.strides, w.dtype, dev, None)
-            dwc = TensorView._trusted(dw.ptr + v0 * dw.strides[0] * dw.dtype.itemsize,
-                                      (vc, d.k), dw.strides, dw.dtype, dev, None)
+            wc = _vrows(w, v0, (vc, d.k), w.strides)
+            dwc = _vrows(dw, v0, (vc, d.k), dw.strides)
             self._gp(d.n, d.k, vc, d.dtype, out_dtype=self._acc_dt,
                      beta=0.0 if j == 0 else 1.0).run(g.GemmArgs(dz, wc, acc), stream,
                                                        self._gws(ws))

@@ -57,13 +57,14 @@ import math
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
-from ..dtypes import DType, FP4, float32, float64
+from ..dtypes import DType, FP4, float32
 from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import Plan, align_up, check_dtype, plan_arch, prod, resolve_pref, view_arg
+from ..plan import Plan, align_up, begin_select, check_dtype, plan_arch, prod, view_arg
 from ..runtime.stream import stream_handle
 from ..tensor import TensorView, check_shape, contiguous_strides
 from ..templates import loss_pointwise as spec
-from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
+from ..vocabulary import Workspace
+from ._loss_common import loss_ct, loss_sku
 from .elementwise import broadcast_shapes, broadcast_strides
 
 # torch name -> operand names (torch order)
@@ -263,9 +264,13 @@ class PointwiseLossBackwardArgs:
     pos_weight: object = None
 
 
-def _precision(dt: DType) -> PrecisionGuarantee:
-    ct = float64 if dt is float64 else float32
-    return PrecisionGuarantee(math_precision=ct, accumulator=ct)
+def _check_no_broadcast(v: TensorView, msg: str) -> None:
+    """InvalidProblemError(``msg``) when output view ``v`` (more than one element) has a zero
+    stride along an extent > 1."""
+    if v.numel > 1:
+        for n_, s_ in zip(v.shape, v.strides):
+            if s_ == 0 and n_ > 1:
+                raise InvalidProblemError(msg)
 
 
 class _LossBase(Plan):
@@ -275,18 +280,12 @@ class _LossBase(Plan):
 
     @classmethod
     def _begin(cls, desc, pref, desc_type):
-        pref = resolve_pref(pref)
-        if not isinstance(desc, desc_type):
-            raise InvalidProblemError(f"{cls.__name__} needs a {desc_type.__name__}, got "
-                                      f"{type(desc).__name__}")
-        arch = plan_arch(pref)
-        plan = cls(desc, pref, None)
-        plan._arch = arch
+        plan = begin_select(cls, desc, pref, desc_type, plan_arch)
         plan._op = template_op(desc)
         plan._spec = spec.OPS[plan._op]
         plan._full = desc.full_shape
         plan._n = prod(plan._full)
-        plan._ct = float64 if desc.dtype is float64 else float32
+        plan._ct = loss_ct(desc.dtype)
         ml = desc.loss == "multilabel_soft_margin_loss"
         plan._C = plan._full[-1] if ml else 1
         plan._rows = prod(plan._full[:-1]) if ml else plan._n
@@ -321,13 +320,34 @@ class _LossBase(Plan):
         return memo[mode]
 
     def _make_sku(self, mode: str):
-        return KernelSku(OpCategory.LOSS, self.desc.loss, self.desc.dtype, self._arch,
-                         BackendKind.CUTE_DSL, _precision(self.desc.dtype),
-                         template=spec.LOSS_POINTWISE.name,
-                         knobs=tuple(sorted(self._knobs_for(mode).items())))
+        return loss_sku(self.desc, self._arch, self.desc.loss, spec.LOSS_POINTWISE,
+                        self._knobs_for(mode))
 
     def is_empty(self) -> bool:
         return False
+
+    def workspace_size(self) -> int:
+        return self._ws
+
+    def can_implement(self, args) -> None:
+        self._views(args)
+
+    def _skip(self, views) -> bool:
+        """True when ``run`` has nothing to launch for these views."""
+        return self.is_empty()
+
+    def run(self, args, stream=None, workspace=None) -> None:
+        views = self._views(args)       # (..., dev): ``_run``'s leading arguments
+        ws = self.check_workspace(workspace)
+        if self._skip(views):
+            return
+        st = stream_handle(stream)
+        dev = views[-1]
+        bufs = []
+        try:
+            self._run(*views, ws, st, bufs)
+        finally:
+            self._release(bufs, st, dev)
 
     def _in_views(self, args):
         d = self.desc
@@ -442,9 +462,6 @@ class PointwiseLossPlan(_LossBase):
         plan._sku = plan._make_sku(mode)
         return plan
 
-    def workspace_size(self) -> int:
-        return self._ws
-
     def is_empty(self) -> bool:
         return self.desc.reduction == "none" and prod(self.desc.out_shape) == 0
 
@@ -452,26 +469,8 @@ class PointwiseLossPlan(_LossBase):
         d = self.desc
         ins, w, pw, dev = self._in_views(args)
         out = view_arg(args.out, "out", shape=d.out_shape, dtype=d.dtype, device=dev)
-        if out.numel > 1:
-            for n_, s_ in zip(out.shape, out.strides):
-                if s_ == 0 and n_ > 1:
-                    raise InvalidProblemError("out may not have a zero (broadcast) stride")
+        _check_no_broadcast(out, "out may not have a zero (broadcast) stride")
         return ins, w, pw, out, dev
-
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        ins, w, pw, out, dev = self._views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        st = stream_handle(stream)
-        bufs = []
-        try:
-            self._run(ins, w, pw, out, dev, ws, st, bufs)
-        finally:
-            self._release(bufs, st, dev)
 
     def _run(self, ins, w, pw, out, dev, ws: Workspace, st: int, bufs) -> None:
         d = self.desc
@@ -559,9 +558,6 @@ class PointwiseLossBackwardPlan(_LossBase):
         plan._sku = plan._make_sku("bw")
         return plan
 
-    def workspace_size(self) -> int:
-        return self._ws
-
     def is_empty(self) -> bool:
         return self._n == 0
 
@@ -578,28 +574,14 @@ class PointwiseLossBackwardPlan(_LossBase):
             v = view_arg(gv, f"grad_{nm}", shape=d.shapes[opi], dtype=d.dtype, device=dev,
                          optional=True)
             if v is not None and v.numel > 1:
-                for n_, s_ in zip(v.shape, v.strides):
-                    if s_ == 0 and n_ > 1:
-                        raise InvalidProblemError(f"grad_{nm} may not have a zero stride")
+                _check_no_broadcast(v, f"grad_{nm} may not have a zero stride")
                 if k in self._reduce_to and not v.is_contiguous():
                     raise UnsupportedError(f"grad_{nm}: a broadcast operand's grad must be dense")
             grads.append(v)
         return ins, w, pw, dl, grads, dev
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        ins, w, pw, dl, grads, dev = self._views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty() or all(g is None for g in grads):
-            return
-        st = stream_handle(stream)
-        bufs = []
-        try:
-            self._run(ins, w, pw, dl, grads, dev, ws, st, bufs)
-        finally:
-            self._release(bufs, st, dev)
+    def _skip(self, views) -> bool:
+        return self.is_empty() or all(g is None for g in views[4])
 
     def _run(self, ins, w, pw, dl, grads, dev, ws, st, bufs) -> None:
         from .reductions import ReduceArgs

@@ -28,28 +28,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..dtypes import FP4, DType, float32, float64, int64, uint8
+from ..dtypes import FP4, DType, int64, uint8
 from ..errors import InvalidProblemError, UnsupportedError
 from ..plan import (Plan, align_up, check_dtype, check_finite, check_writable_no_overlap,
-                    plan_arch, resolve_pref, view_arg)
+                    plan_arch, view_arg)
 from ..templates import loss_row as spec
-from ..vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from . import _loss_common
+from ._loss_common import begin_loss_select, loss_ct, loss_out_shape, loss_sku
+from ._loss_common import check_int as _check_int
+from ._loss_common import check_reduction as _check_reduction
 
-REDUCTIONS = ("none", "mean", "sum")
-
-
-def _check_int(v, name, who, lo=0):
-    if not isinstance(v, int) or isinstance(v, bool) or v < lo:
-        raise InvalidProblemError(f"{who}: {name} must be an int >= {lo}, got {v!r}")
-
-
-def _check_reduction(r, who):
-    if r not in REDUCTIONS:
-        raise InvalidProblemError(f"{who}: reduction must be one of {REDUCTIONS}, got {r!r}")
-
-
-def _ct(dt: DType) -> DType:
-    return float64 if dt is float64 else float32
+REDUCTIONS = _loss_common.REDUCTIONS
 
 
 # ------------------------------------------------------------------------------ descriptors
@@ -252,33 +241,32 @@ class _RowLoss(Plan):
 
     @classmethod
     def select(cls, desc, pref=None):
-        pref = resolve_pref(pref)
-        if type(desc) is not cls._desc_type:
-            raise InvalidProblemError(f"{cls.__name__} needs a {cls._desc_type.__name__}, got "
-                                      f"{type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = begin_loss_select(cls, desc, pref, plan_arch)
         plan._op = plan._op_of(desc)
         plan._len = plan._row_len()
         plan._knobs = dict(dtype=desc.dtype.short, op=plan._op, tpr=spec.tpr_for(plan._len))
         plan._fknobs = dict(dtype=desc.dtype.short)
         tmpl = spec.LOSS_ROW_BW if cls._backward else spec.LOSS_ROW_FW
-        ct = _ct(desc.dtype)
-        pg = PrecisionGuarantee(math_precision=ct, accumulator=ct)
-        plan._sku = KernelSku(OpCategory.LOSS, plan._op + ("_bw" if cls._backward else ""),
-                              desc.dtype, plan._arch, BackendKind.CUTE_DSL, pg,
-                              template=tmpl.name, knobs=tuple(sorted(plan._knobs.items())))
+        plan._sku = loss_sku(desc, plan._arch, plan._op + ("_bw" if cls._backward else ""),
+                             tmpl, plan._knobs)
         return plan
 
     def _op_of(self, desc):
         raise NotImplementedError
+
+    def _scalars(self):
+        """(margin, p, eps, extra flags)."""
+        return 0.0, 0.0, 0.0, 0
+
+    def can_implement(self, args) -> None:
+        self._views(args)
 
     def _row_len(self):
         d = self.desc
         return d.d if hasattr(d, "d") else d.c
 
     def _out_shape(self):
-        return (self.desc.n,) if self.desc.reduction == "none" else ()
+        return loss_out_shape(self.desc)
 
     def is_empty(self) -> bool:
         if self._backward:
@@ -294,6 +282,53 @@ class _RowLoss(Plan):
         return view_arg(obj, name, shape=(self.desc.n,), dtype=dtype or self.desc.dtype,
                         device=dev, optional=optional)
 
+    def _out_view(self, obj, dev):
+        out = view_arg(obj, "out", shape=self._out_shape(), dtype=self.desc.dtype, device=dev)
+        check_writable_no_overlap(out, "out")
+        return out
+
+    def _status_view(self, obj, dev):
+        return view_arg(obj, "status", shape=(1,), dtype=_int32(), device=dev, optional=True)
+
+
+# per-loss pieces shared by the forward and the backward plan of each loss
+class _Cos:
+    def _op_of(self, desc):
+        return "cos"
+
+    def _scalars(self):
+        return self.desc.margin, 0.0, 0.0, 0
+
+
+class _MultiMargin:
+    def _op_of(self, desc):
+        return f"mm{desc.p}"
+
+    def _scalars(self):
+        return self.desc.margin, float(self.desc.p), 0.0, 0
+
+    def _weight_view(self, args, dev):
+        d = self.desc
+        if d.has_weight:
+            return view_arg(args.weight, "weight", shape=(d.c,), dtype=d.dtype, device=dev)
+        if args.weight is not None:
+            raise InvalidProblemError("MultiMarginLoss: weight given but has_weight=False")
+        return None
+
+
+class _Multilabel:
+    def _op_of(self, desc):
+        return "mlm"
+
+
+class _Triplet:
+    def _op_of(self, desc):
+        return "trip"
+
+    def _scalars(self):
+        d = self.desc
+        return d.margin, d.p, d.eps, spec.SWAP if d.swap else 0
+
 
 def _s(v, i):
     return v.strides[i] if v is not None else 0
@@ -308,18 +343,11 @@ class _RowLossFW(_RowLoss):
         d = self.desc
         if d.reduction == "none":
             return 0
-        return align_up(max(d.n, 1) * _ct(d.dtype).itemsize)
-
-    def can_implement(self, args) -> None:
-        self._views(args)
+        return align_up(max(d.n, 1) * loss_ct(d.dtype).itemsize)
 
     def _views(self, args):
         """(a, b, c, t, w, out, status) views of the Args."""
         raise NotImplementedError
-
-    def _scalars(self):
-        """(margin, p, eps, extra flags)."""
-        return 0.0, 0.0, 0.0, 0
 
     def _launch(self, args, stream, ws) -> None:
         a, b, c, t, w, out, stv = self._views(args)
@@ -350,92 +378,56 @@ class _RowLossFW(_RowLoss):
             lk.launch((1, 1, 1), [ws.ptr, out.ptr, d.n, scale], stream)
 
 
-class CosineEmbeddingLossPlan(_RowLossFW):
+class CosineEmbeddingLossPlan(_Cos, _RowLossFW):
     """torch.nn.functional.cosine_embedding_loss (see the module docstring)."""
 
     _desc_type = CosineEmbeddingLossDescriptor
-
-    def _op_of(self, desc):
-        return "cos"
-
-    def _scalars(self):
-        return self.desc.margin, 0.0, 0.0, 0
 
     def _views(self, args):
         a = self._row_view(args.x1, "x1")
         b = self._row_view(args.x2, "x2", a.device)
         t = self._vec_view(args.target, "target", a.device)
-        out = view_arg(args.out, "out", shape=self._out_shape(), dtype=self.desc.dtype,
-                       device=a.device)
-        check_writable_no_overlap(out, "out")
+        out = self._out_view(args.out, a.device)
         return a, b, None, t, None, out, None
 
 
-class MultiMarginLossPlan(_RowLossFW):
+class MultiMarginLossPlan(_MultiMargin, _RowLossFW):
     """torch.nn.functional.multi_margin_loss, p ∈ {1, 2} (see the module docstring)."""
 
     _desc_type = MultiMarginLossDescriptor
 
-    def _op_of(self, desc):
-        return f"mm{desc.p}"
-
-    def _scalars(self):
-        return self.desc.margin, float(self.desc.p), 0.0, 0
-
     def _views(self, args):
-        d = self.desc
         a = self._row_view(args.input, "input")
         t = self._vec_view(args.target, "target", a.device, dtype=int64)
-        w = None
-        if d.has_weight:
-            w = view_arg(args.weight, "weight", shape=(d.c,), dtype=d.dtype, device=a.device)
-        elif args.weight is not None:
-            raise InvalidProblemError("MultiMarginLoss: weight given but has_weight=False")
-        out = view_arg(args.out, "out", shape=self._out_shape(), dtype=d.dtype, device=a.device)
-        check_writable_no_overlap(out, "out")
-        stv = view_arg(args.status, "status", shape=(1,), dtype=_int32(), device=a.device,
-                       optional=True)
+        w = self._weight_view(args, a.device)
+        out = self._out_view(args.out, a.device)
+        stv = self._status_view(args.status, a.device)
         return a, None, None, t, w, out, stv
 
 
-class MultilabelMarginLossPlan(_RowLossFW):
+class MultilabelMarginLossPlan(_Multilabel, _RowLossFW):
     """torch.nn.functional.multilabel_margin_loss (see the module docstring)."""
 
     _desc_type = MultilabelMarginLossDescriptor
 
-    def _op_of(self, desc):
-        return "mlm"
-
     def _views(self, args):
-        d = self.desc
         a = self._row_view(args.input, "input")
         t = self._row_view(args.target, "target", a.device, dtype=int64)
-        out = view_arg(args.out, "out", shape=self._out_shape(), dtype=d.dtype, device=a.device)
-        check_writable_no_overlap(out, "out")
-        stv = view_arg(args.status, "status", shape=(1,), dtype=_int32(), device=a.device,
-                       optional=True)
+        out = self._out_view(args.out, a.device)
+        stv = self._status_view(args.status, a.device)
         return a, None, None, t, None, out, stv
 
 
-class TripletMarginLossPlan(_RowLossFW):
+class TripletMarginLossPlan(_Triplet, _RowLossFW):
     """torch.nn.functional.triplet_margin_loss (see the module docstring)."""
 
     _desc_type = TripletMarginLossDescriptor
 
-    def _op_of(self, desc):
-        return "trip"
-
-    def _scalars(self):
-        d = self.desc
-        return d.margin, d.p, d.eps, spec.SWAP if d.swap else 0
-
     def _views(self, args):
-        d = self.desc
         a = self._row_view(args.anchor, "anchor")
         b = self._row_view(args.positive, "positive", a.device)
         c = self._row_view(args.negative, "negative", a.device)
-        out = view_arg(args.out, "out", shape=self._out_shape(), dtype=d.dtype, device=a.device)
-        check_writable_no_overlap(out, "out")
+        out = self._out_view(args.out, a.device)
         return a, b, c, None, None, out, None
 
 
@@ -449,9 +441,6 @@ def _int32():
 class _RowLossBW(_RowLoss):
     _backward = True
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
     def _dloss(self, obj, dev):
         v = view_arg(obj, "dloss", shape=self._out_shape(), dtype=self.desc.dtype, device=dev)
         return v
@@ -461,9 +450,6 @@ class _RowLossBW(_RowLoss):
         if v is not None:
             check_writable_no_overlap(v, name)
         return v
-
-    def _scalars(self):
-        return 0.0, 0.0, 0.0, 0
 
     def _launch(self, args, stream, ws) -> None:
         dl, a, b, c, t, w, da, db, dc = self._views(args)
@@ -484,16 +470,10 @@ class _RowLossBW(_RowLoss):
             dl.strides[0] if none else 0, scale, margin, p, eps, flags], stream)
 
 
-class CosineEmbeddingLossBackwardPlan(_RowLossBW):
+class CosineEmbeddingLossBackwardPlan(_Cos, _RowLossBW):
     """Gradients of cosine_embedding_loss with respect to x1 and x2 (each optional)."""
 
     _desc_type = CosineEmbeddingLossBackwardDescriptor
-
-    def _op_of(self, desc):
-        return "cos"
-
-    def _scalars(self):
-        return self.desc.margin, 0.0, 0.0, 0
 
     def _views(self, args):
         a = self._row_view(args.x1, "x1")
@@ -505,39 +485,25 @@ class CosineEmbeddingLossBackwardPlan(_RowLossBW):
         return dl, a, b, None, t, None, da, db, None
 
 
-class MultiMarginLossBackwardPlan(_RowLossBW):
+class MultiMarginLossBackwardPlan(_MultiMargin, _RowLossBW):
     """Gradient of multi_margin_loss with respect to the input."""
 
     _desc_type = MultiMarginLossBackwardDescriptor
 
-    def _op_of(self, desc):
-        return f"mm{desc.p}"
-
-    def _scalars(self):
-        return self.desc.margin, float(self.desc.p), 0.0, 0
-
     def _views(self, args):
-        d = self.desc
         a = self._row_view(args.input, "input")
         dl = self._dloss(args.dloss, a.device)
         t = self._vec_view(args.target, "target", a.device, dtype=int64)
-        w = None
-        if d.has_weight:
-            w = view_arg(args.weight, "weight", shape=(d.c,), dtype=d.dtype, device=a.device)
-        elif args.weight is not None:
-            raise InvalidProblemError("MultiMarginLoss: weight given but has_weight=False")
+        w = self._weight_view(args, a.device)
         da = self._grad(args.dinput, "dinput", a.device, optional=False)
         return dl, a, None, None, t, w, da, None, None
 
 
-class MultilabelMarginLossBackwardPlan(_RowLossBW):
+class MultilabelMarginLossBackwardPlan(_Multilabel, _RowLossBW):
     """Gradient of multilabel_margin_loss with respect to the input.  Workspace: n·c bytes (the
     per-row "is a target" flags)."""
 
     _desc_type = MultilabelMarginLossBackwardDescriptor
-
-    def _op_of(self, desc):
-        return "mlm"
 
     def workspace_size(self) -> int:
         return align_up(self.desc.n * self.desc.c * uint8.itemsize)
@@ -550,18 +516,11 @@ class MultilabelMarginLossBackwardPlan(_RowLossBW):
         return dl, a, None, None, t, None, da, None, None
 
 
-class TripletMarginLossBackwardPlan(_RowLossBW):
+class TripletMarginLossBackwardPlan(_Triplet, _RowLossBW):
     """Gradients of triplet_margin_loss with respect to anchor, positive and negative (each
     optional)."""
 
     _desc_type = TripletMarginLossBackwardDescriptor
-
-    def _op_of(self, desc):
-        return "trip"
-
-    def _scalars(self):
-        d = self.desc
-        return d.margin, d.p, d.eps, spec.SWAP if d.swap else 0
 
     def _views(self, args):
         a = self._row_view(args.anchor, "anchor")

@@ -27,8 +27,8 @@ from typing import Optional, Tuple
 from .. import dtypes as _dt
 from ..dtypes import DType
 from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import (Plan, align_up, check_dtype, check_finite, plan_arch, prod, resolve_pref,
-                    view_arg)
+from ..plan import (Plan, align_up, begin_select, check_dtype, check_finite, check_select,
+                    new_plan, plan_arch, prod, view_arg)
 from ..templates import random as spec
 from ..tensor import TensorView, check_shape, contiguous_strides
 from ..vocabulary import (BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace)
@@ -56,6 +56,19 @@ def _seed_word(seed) -> int:
         raise InvalidProblemError(f"seed {seed} outside [-2**63, 2**64)")
     s = seed % U64
     return s - U64 if s >= (1 << 63) else s
+
+
+def _check_stream(args) -> None:
+    """Validate the Args' (seed, offset) words (InvalidProblemError as :func:`_seed_word` /
+    :func:`_offset_word`)."""
+    _seed_word(args.seed)
+    _offset_word(args.offset)
+
+
+def _grid(blocks: int):
+    """Launch grid for ``blocks`` Philox blocks (BPT blocks per thread, THREADS per CTA)."""
+    per = spec.THREADS * spec.BPT
+    return ((blocks + per - 1) // per, 1, 1)
 
 
 def _offset_word(offset) -> int:
@@ -153,12 +166,7 @@ class RandomPlan(Plan):
 
     @classmethod
     def select(cls, desc: RandomDescriptor, pref=None) -> "RandomPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, RandomDescriptor):
-            raise InvalidProblemError(f"RandomPlan needs a RandomDescriptor, got "
-                                      f"{type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = begin_select(cls, desc, pref, RandomDescriptor, plan_arch, "RandomPlan")
         plan._knobs = dict(dist=desc.dist, dtype=desc.kernel_dtype)
         plan._n = prod(desc.shape)
         plan._sku = _sku(desc.dist, desc.dtype, plan._arch, spec.RANDOM_FILL.name, plan._knobs)
@@ -212,9 +220,7 @@ class RandomPlan(Plan):
         out = _flat_view(args.out, "out", self.desc.shape, self.desc.dtype)
         seed, off, a, b, ia, ib = self._scalars(args)
         lk = self._kernel(spec.RANDOM_FILL, self._knobs, out.device)
-        per = spec.THREADS * spec.BPT
-        lk.launch(((self.blocks() + per - 1) // per, 1, 1),
-                  [out.ptr, self._n, seed, off, a, b, ia, ib], stream)
+        lk.launch(_grid(self.blocks()), [out.ptr, self._n, seed, off, a, b, ia, ib], stream)
 
 
 # ============================================================================== Dropout
@@ -262,12 +268,7 @@ class _DropoutBase(Plan):
 
     @classmethod
     def select(cls, desc, pref=None):
-        pref = resolve_pref(pref)
-        if not isinstance(desc, cls._desc_type):
-            raise InvalidProblemError(f"{cls.__name__} needs a {cls._desc_type.__name__}, got "
-                                      f"{type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = begin_select(cls, desc, pref, cls._desc_type, plan_arch)
         plan._knobs = dict(dtype=desc.dtype.short)
         plan._n = prod(desc.shape)
         plan._sku = _sku("dropout", desc.dtype, plan._arch, spec.DROPOUT.name, plan._knobs)
@@ -285,11 +286,21 @@ class _DropoutBase(Plan):
         # p = 1 drops everything (select, not multiply), so the scale is never used there
         scale = 0.0 if d.p >= 1.0 else 1.0 / (1.0 - d.p)
         lk = self._kernel(spec.DROPOUT, self._knobs, x.device)
-        per = spec.THREADS * spec.BPT
-        lk.launch(((self.blocks() + per - 1) // per, 1, 1),
+        lk.launch(_grid(self.blocks()),
                   [x.ptr, y.ptr, mask.ptr if mask is not None else 0, self._n,
                    _seed_word(seed), _offset_word(offset), keep_threshold(d.p), scale,
                    1 if mask is not None else 0], stream)
+
+    def _views(self, args):
+        """(input, output, mask or None) views of the Args."""
+        raise NotImplementedError
+
+    def can_implement(self, args) -> None:
+        self._views(args)
+
+    def _launch(self, args, stream: int, ws) -> None:
+        x, y, m = self._views(args)
+        self._go(x, y, m, args.seed, args.offset, stream)
 
 
 class DropoutPlan(_DropoutBase):
@@ -309,16 +320,8 @@ class DropoutPlan(_DropoutBase):
             if mv.dtype not in (_dt.uint8, _dt.bool_):
                 raise UnsupportedError(f"mask: dtype {mv.dtype.name}; wired: uint8, bool")
             m = _flat_view(args.mask, "mask", d.shape, mv.dtype, x.device)
-        _seed_word(args.seed)
-        _offset_word(args.offset)
+        _check_stream(args)
         return x, y, m
-
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def _launch(self, args, stream: int, ws) -> None:
-        x, y, m = self._views(args)
-        self._go(x, y, m, args.seed, args.offset, stream)
 
 
 class DropoutBackwardPlan(_DropoutBase):
@@ -333,16 +336,8 @@ class DropoutBackwardPlan(_DropoutBase):
         d = self.desc
         dy = _flat_view(args.dy, "dy", d.shape, d.dtype)
         dx = _flat_view(args.dx, "dx", d.shape, d.dtype, dy.device)
-        _seed_word(args.seed)
-        _offset_word(args.offset)
-        return dy, dx
-
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def _launch(self, args, stream: int, ws) -> None:
-        dy, dx = self._views(args)
-        self._go(dy, dx, None, args.seed, args.offset, stream)
+        _check_stream(args)
+        return dy, dx, None
 
 
 # ============================================================================== Gumbel-softmax
@@ -438,15 +433,11 @@ class GumbelSoftmaxPlan(Plan):
 
     @classmethod
     def select(cls, desc: GumbelSoftmaxDescriptor, pref=None) -> "GumbelSoftmaxPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, GumbelSoftmaxDescriptor):
-            raise InvalidProblemError(f"GumbelSoftmaxPlan needs a GumbelSoftmaxDescriptor, got "
-                                      f"{type(desc).__name__}")
+        pref = check_select(desc, pref, GumbelSoftmaxDescriptor, "GumbelSoftmaxPlan")
         sm = _softmax_mod()
         from .elementwise import ElementwiseDescriptor, ElementwisePlan
 
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = new_plan(cls, desc, pref, plan_arch)
         plan._n = prod(desc.shape)
         ax = desc.axis
         shp = desc.shape
@@ -508,8 +499,7 @@ class GumbelSoftmaxPlan(Plan):
                     if s == 0 and n > 1:
                         raise InvalidProblemError(f"{name}: an output may not have a zero "
                                                   f"(broadcast) stride")
-        _seed_word(args.seed)
-        _offset_word(args.offset)
+        _check_stream(args)
         return x, y, ys
 
     def can_implement(self, args) -> None:
@@ -590,16 +580,12 @@ class GumbelSoftmaxBackwardPlan(Plan):
 
     @classmethod
     def select(cls, desc: GumbelSoftmaxBackwardDescriptor, pref=None):
-        pref = resolve_pref(pref)
-        if not isinstance(desc, GumbelSoftmaxBackwardDescriptor):
-            raise InvalidProblemError(f"GumbelSoftmaxBackwardPlan needs a "
-                                      f"GumbelSoftmaxBackwardDescriptor, got "
-                                      f"{type(desc).__name__}")
+        pref = check_select(desc, pref, GumbelSoftmaxBackwardDescriptor,
+                            "GumbelSoftmaxBackwardPlan")
         sm = _softmax_mod()
         from .elementwise import ElementwiseDescriptor, ElementwisePlan
 
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
+        plan = new_plan(cls, desc, pref, plan_arch)
         plan._n = prod(desc.shape)
         plan._bw = sm.SoftmaxBackwardPlan.select(sm.SoftmaxBackwardDescriptor(
             desc.shape, desc.dtype, desc.axis), pref)
