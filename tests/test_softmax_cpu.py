@@ -93,16 +93,14 @@ def test_bucket_choice_covers_row(dt):
                     assert k["cluster"] == 1
                 assert k in [dict(s) for s in plan._template.skus(
                     "sm90a" if pref is PREF else "sm80")], k
-    # the benchmark shapes on sm90a (ladder from the sweep): bf16 one CTA to 32K, half-size
-    # cluster slices (16K elements, 512 threads) to 128K, the loop beyond
+    # the benchmark shapes on sm90a (ladder from the sweep): bf16 one CTA to 32K, then clusters
+    # of full 32K-element slices (1024 threads) to 256K
     for n in (4096, 32768):
         k = dict(SoftmaxPlan.select(SoftmaxDescriptor((8, n), "bf16"), PREF).sku().knobs)
         assert k["chunks"] > 0 and k["cluster"] == 1, k
-    for n, c in ((65536, 4), (131072, 8)):
+    for n, c in ((65536, 2), (131072, 4), (262144, 8)):
         k = dict(SoftmaxPlan.select(SoftmaxDescriptor((8, n), "bf16"), PREF).sku().knobs)
-        assert (k["cluster"], k["tpr"], spec.bucket_cap(k)) == (c, 512, 16384 * c), k
-    k = dict(SoftmaxPlan.select(SoftmaxDescriptor((8, 262144), "bf16"), PREF).sku().knobs)
-    assert k["chunks"] == 0 and k["cluster"] == 1, k
+        assert (k["cluster"], k["tpr"], spec.bucket_cap(k)) == (c, 1024, 32768 * c), k
 
 
 def test_ladder_override_hooks(monkeypatch):

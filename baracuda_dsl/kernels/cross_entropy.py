@@ -35,6 +35,7 @@ from ..templates import cross_entropy as spec
 from .reduction_base import (WARP, alloc_reduction_buffer, cluster_publish,
                              cluster_rank, compute_type, element_type, load_batch, load_scalar,
                              row_allreduce_sum, row_allreduce_sum2, store_batch)
+from .half_pairs import pair_max
 from .softmax_base import cluster_online, exp_sub, safe_max
 
 LOG2E = 1.0 / math.log(2.0)
@@ -341,10 +342,7 @@ def _build_fw(knobs: dict):
                         for e in cutlass.range_constexpr(vec // 2):
                             mp = cute.arch.inline_ptx(MAX2, write_only_types=[Uint32],
                                                       read_only_args=[mp, rw[e, c]])
-                mt = cute.make_rmem_tensor(cute.make_layout(1), Uint32)
-                mt[0] = mp
-                mh = cute.recast_tensor(mt, T)
-                m = fmax_c(CT(mh[0]), CT(mh[1]))
+                m = pair_max(mp, dt)  # each half read explicitly (see half_pairs)
             else:
                 for c in cutlass.range_constexpr(chunks):
                     v = vb + c * tpr + lane

@@ -32,6 +32,7 @@ from cutlass import Float64, Int32, Int64, Uint32, const_expr
 from ..templates.softmax import LOG, SLOTS, _geometry
 from .reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_rank,
                              compute_type, element_type, row_offset)
+from .half_pairs import pair_max
 from .softmax_base import (WARP, _publish, exp_sub, row_allreduce_online, safe_max,
                            warp_online)
 
@@ -135,10 +136,7 @@ def build(knobs: dict):
                     for e in cutlass.range_constexpr(vec // 2):
                         mp = cute.arch.inline_ptx(MAX2, write_only_types=[Uint32],
                                                   read_only_args=[mp, rw[e, c]])
-                mt1 = cute.make_rmem_tensor(cute.make_layout(1), Uint32)
-                mt1[0] = mp
-                mh = cute.recast_tensor(mt1, T)
-                m = fmax_c(CT(mh[0]), CT(mh[1]))
+                m = pair_max(mp, dt)  # each half read explicitly (see half_pairs)
             else:
                 for c in cutlass.range_constexpr(chunks):
                     for e in cutlass.range_constexpr(vec):

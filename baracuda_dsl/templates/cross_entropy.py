@@ -158,7 +158,8 @@ CROSS_ENTROPY_FW = register(KernelTemplate(
     space=_fw_space,
     geometry=_geometry,
     arch_ok=_arch_ok,
-    sources=("baracuda_dsl.kernels.reduction_base", "baracuda_dsl.templates.cross_entropy"),
+    sources=("baracuda_dsl.kernels.reduction_base", "baracuda_dsl.kernels.softmax_base",
+             "baracuda_dsl.kernels.half_pairs", "baracuda_dsl.templates.cross_entropy"),
 ))
 
 CROSS_ENTROPY_BW = register(KernelTemplate(
@@ -171,6 +172,7 @@ CROSS_ENTROPY_BW = register(KernelTemplate(
     geometry=_geometry,
     arch_ok=_arch_ok,
     sources=("baracuda_dsl.kernels.reduction_base", "baracuda_dsl.kernels.cross_entropy",
+             "baracuda_dsl.kernels.softmax_base", "baracuda_dsl.kernels.half_pairs",
              "baracuda_dsl.templates.cross_entropy"),
 ))
 

@@ -83,14 +83,15 @@ CLUSTER_EXTRA_FW = ((2, True), (4, True), (8, True))
 #: per SM too — re-run benchmarks/sweep_softmax.py before trusting the numbers below.)  The
 #: full-slice ladder ran at 0.84 / 0.61 / 0.57 of copy at 32K / 128K / 256K on the H100 (one
 #: 1024-thread CTA per SM: its exp phase is not overlapped), the backward (no exp) at 0.99.
-#: Sweep of 2026-11-23 (benchmarks/sweep_softmax.py, H100, fraction of copy): bf16 32K rows —
-#: one 1024-thread CTA 0.94, 2 half slices 0.89; 64K — 4 half slices 0.82, 2 full 0.74; 128K —
-#: 8 half slices 0.77, 4 full 0.65; 256K — loop 0.64, 8 full slices 0.60.  So: one CTA up to 32K,
-#: half-slice clusters to 128K, the loop beyond.
+#: Sweeps of 2026-11-23 (benchmarks/sweep_softmax.py, H100, fraction of copy).  With the f32
+#: exps kept in registers (49-57 registers a thread) the half slices won for 16-bit rows (64K:
+#: 0.82 vs 0.74 full).  Since the forward keeps only the packed inputs (32 registers: two
+#: 1024-thread CTAs per SM) full slices win: bf16 64K — 2 full 0.98, 4 half 0.97; 128K — 4 full
+#: 0.96, 8 half 0.95; 256K — 8 full 0.91, loop 0.64.  HALF_LADDER stays for sweeps.
 HALF_LADDER = ((2, True), (4, True), (8, True))
 #: per-dtype forward ladders (others: CLUSTER_LADDER_FW); f32's half slices are 1024-thread CTAs
 #: (one per SM beyond C = 2), so f32 keeps the full ladder until a sweep says otherwise
-CLUSTER_LADDER_FW_DTYPE = {"bf16": HALF_LADDER, "f16": HALF_LADDER}
+CLUSTER_LADDER_FW_DTYPE: dict = {}
 #: forward rows longer than this (per dtype; default: the register cap) go to the cluster ladder
 #: on sm90a even when one CTA could hold them (two-byte rows of 16K+ use half-size clusters;
 #: set {} to go back to one 1024-thread CTA up to 32K)
@@ -174,7 +175,8 @@ SOFTMAX_FW = register(KernelTemplate(
     space=lambda: _space(False),
     geometry=_geometry,
     arch_ok=_arch_ok,
-    sources=("baracuda_dsl.kernels.reduction_base", "baracuda_dsl.kernels.softmax_base"),
+    sources=("baracuda_dsl.kernels.reduction_base", "baracuda_dsl.kernels.softmax_base",
+             "baracuda_dsl.kernels.half_pairs"),
 ))
 
 SOFTMAX_BW = register(KernelTemplate(
