@@ -179,8 +179,10 @@ def test_descriptor_matches_driver():
     dt = drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
     matches = []
     for l2 in ("NONE", "L2_64B", "L2_128B", "L2_256B"):
+        u64, u32 = drv.cuuint64_t, drv.cuuint32_t
         err, tm = drv.cuTensorMapEncodeTiled(
-            dt, 2, x.data_ptr(), [4096, 1000], [4104 * 2], [64, 128], [1, 1],
+            dt, 2, x.data_ptr(), [u64(4096), u64(1000)], [u64(4104 * 2)], [u32(64), u32(128)],
+            [u32(1), u32(1)],
             drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
             drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
             getattr(drv.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{l2}"),
