@@ -92,6 +92,62 @@ def is_target(pt, ts1, L, i):
     return f
 
 
+@cute.jit
+def cos_sums(pa, pb, rr, as0, as1, bs0, bs1, N, zero, buf, tpr: cutlass.Constexpr, lane):
+    """(Σab, Σa² + COS_EPS, Σb² + COS_EPS) over row ``rr`` (every lane gets them; slots 0–2
+    of ``buf``)."""
+    CT = type(zero)
+    sd = zero
+    sa = zero
+    sb = zero
+    for j in cutlass.range(lane, N, tpr):
+        x = CT(ld(pa, rr * as0 + Int64(j) * as1))
+        y = CT(ld(pb, rr * bs0 + Int64(j) * bs1))
+        sd = sd + x * y
+        sa = sa + x * x
+        sb = sb + y * y
+    d, a2 = row_allreduce_sum2(sd, sa, buf, tpr, 0, 1, 0, lane)
+    b2 = row_allreduce_sum(sb, buf, tpr, 2, 0, lane)
+    return d, a2 + CT(COS_EPS), b2 + CT(COS_EPS)
+
+
+@cute.jit
+def mm_target(pt, pa, pw, rr, ts0, as0, as1, ws0, N, flags, one):
+    """(isbad, yc, a[y], w[y]) of a multi_margin row: y wrapped once, ``yc = 0`` when bad,
+    ``w[y] = 1`` without HAS_W."""
+    CT = type(one)
+    y = Int64(ld(pt, rr * ts0))
+    y = cutlass.select_(y < Int64(0), y + Int64(N), y)
+    isbad = (y < Int64(0)) | (y >= Int64(N))
+    yc = cutlass.select_(isbad, Int64(0), y)
+    xy = CT(ld(pa, rr * as0 + yc * as1))
+    wy = one
+    if (flags & HAS_W) != Int32(0):
+        wy = CT(ld(pw, yc * ws0))
+    return isbad, yc, xy, wy
+
+
+@cute.jit
+def trip_sums(pa, pb, pc, rr, as0, as1, bs0, bs1, cs0, cs1, N, pc_, e, swap, zero, buf,
+              tpr: cutlass.Constexpr, lane):
+    """(d(a, b), d(a, c), Σ|b − c + e|^p) of a triplet row (the last is 0 without ``swap``)."""
+    CT = type(zero)
+    s1 = zero
+    s2 = zero
+    s3 = zero
+    for j in cutlass.range(lane, N, tpr):
+        a = CT(ld(pa, rr * as0 + Int64(j) * as1))
+        b = CT(ld(pb, rr * bs0 + Int64(j) * bs1))
+        cn = CT(ld(pc, rr * cs0 + Int64(j) * cs1))
+        s1 = s1 + powabs(a - b + e, pc_)
+        s2 = s2 + powabs(a - cn + e, pc_)
+        if swap:
+            s3 = s3 + powabs(b - cn + e, pc_)
+    t1, t2 = row_allreduce_sum2(s1, s2, buf, tpr, 0, 1, 0, lane)
+    t3 = row_allreduce_sum(s3, buf, tpr, 2, 0, lane)
+    return root(t1, pc_), root(t2, pc_), t3
+
+
 def build(knobs: dict):
     if "op" not in knobs:
         return build_finalize(knobs)
@@ -120,31 +176,14 @@ def build(knobs: dict):
         bad = Int32(0)
         nct = CT(N)
         if const_expr(op == "cos"):
-            sd = zero
-            sa = zero
-            sb = zero
-            for j in cutlass.range(lane, N, tpr):
-                x = CT(ld(pa, rr * as0 + Int64(j) * as1))
-                y = CT(ld(pb, rr * bs0 + Int64(j) * bs1))
-                sd = sd + x * y
-                sa = sa + x * x
-                sb = sb + y * y
-            d, a2 = row_allreduce_sum2(sd, sa, buf, tpr, 0, 1, 0, lane)
-            b2 = row_allreduce_sum(sb, buf, tpr, 2, 0, lane)
-            c = d / M.sqrt((a2 + CT(COS_EPS)) * (b2 + CT(COS_EPS)))
+            d, A, B = cos_sums(pa, pb, rr, as0, as1, bs0, bs1, N, zero, buf, tpr, lane)
+            c = d / M.sqrt(A * B)
             tv = CT(ld(pt, rr * ts0))
             neg = cutlass.select_(c - mg > zero, c - mg, zero)
             loss = cutlass.select_(tv == one, one - c, cutlass.select_(tv == -one, neg, zero))
         if const_expr(op in ("mm1", "mm2")):
-            y = Int64(ld(pt, rr * ts0))
-            y = cutlass.select_(y < Int64(0), y + Int64(N), y)
-            isbad = (y < Int64(0)) | (y >= Int64(N))
+            isbad, yc, xy, wy = mm_target(pt, pa, pw, rr, ts0, as0, as1, ws0, N, flags, one)
             bad = cutlass.select_(isbad, Int32(1), Int32(0))
-            yc = cutlass.select_(isbad, Int64(0), y)
-            xy = CT(ld(pa, rr * as0 + yc * as1))
-            wy = one
-            if (flags & HAS_W) != Int32(0):
-                wy = CT(ld(pw, yc * ws0))
             s = zero
             for j in cutlass.range(lane, N, tpr):
                 if Int64(j) != yc:
@@ -173,21 +212,8 @@ def build(knobs: dict):
         if const_expr(op == "trip"):
             pc_ = CT(p)
             e = CT(eps)
-            s1 = zero
-            s2 = zero
-            s3 = zero
-            for j in cutlass.range(lane, N, tpr):
-                a = CT(ld(pa, rr * as0 + Int64(j) * as1))
-                b = CT(ld(pb, rr * bs0 + Int64(j) * bs1))
-                cn = CT(ld(pc, rr * cs0 + Int64(j) * cs1))
-                s1 = s1 + powabs(a - b + e, pc_)
-                s2 = s2 + powabs(a - cn + e, pc_)
-                if (flags & SWAP) != Int32(0):
-                    s3 = s3 + powabs(b - cn + e, pc_)
-            t1, t2 = row_allreduce_sum2(s1, s2, buf, tpr, 0, 1, 0, lane)
-            t3 = row_allreduce_sum(s3, buf, tpr, 2, 0, lane)
-            dpos = root(t1, pc_)
-            dn = root(t2, pc_)
+            dpos, dn, t3 = trip_sums(pa, pb, pc, rr, as0, as1, bs0, bs1, cs0, cs1, N, pc_, e,
+                                     (flags & SWAP) != Int32(0), zero, buf, tpr, lane)
             if (flags & SWAP) != Int32(0):
                 dsw = root(t3, pc_)
                 dn = cutlass.select_(dsw < dn, dsw, dn)

@@ -21,10 +21,10 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64, const_expr
 
-from ..templates.loss_row import HAS_W, SLOTS, SWAP, WANT_A, WANT_B, WANT_C
-from .loss_row import COS_EPS, _ptr, is_target, ld, powabs, prefix_len, root, st
-from .reduction_base import (alloc_reduction_buffer, compute_type, element_type,
-                             row_allreduce_sum, row_allreduce_sum2)
+from ..templates.loss_row import SLOTS, SWAP, WANT_A, WANT_B, WANT_C
+from .loss_row import (_ptr, cos_sums, is_target, ld, mm_target, prefix_len, root, st,
+                       trip_sums)
+from .reduction_base import alloc_reduction_buffer, compute_type, element_type, row_allreduce_sum
 
 M = cute.math
 
@@ -85,19 +85,7 @@ def build(knobs: dict):
         want_b = (flags & WANT_B) != Int32(0)
         want_c = (flags & WANT_C) != Int32(0)
         if const_expr(op == "cos"):
-            sd = zero
-            sa = zero
-            sb = zero
-            for j in cutlass.range(lane, N, tpr):
-                x = CT(ld(pa, rr * as0 + Int64(j) * as1))
-                y = CT(ld(pb, rr * bs0 + Int64(j) * bs1))
-                sd = sd + x * y
-                sa = sa + x * x
-                sb = sb + y * y
-            d, a2 = row_allreduce_sum2(sd, sa, buf, tpr, 0, 1, 0, lane)
-            b2 = row_allreduce_sum(sb, buf, tpr, 2, 0, lane)
-            A = a2 + CT(COS_EPS)
-            B = b2 + CT(COS_EPS)
+            d, A, B = cos_sums(pa, pb, rr, as0, as1, bs0, bs1, N, zero, buf, tpr, lane)
             den = M.sqrt(A * B)
             c = d / den
             tv = CT(ld(pt, rr * ts0))
@@ -114,14 +102,7 @@ def build(knobs: dict):
                 if want_b:
                     st(pdb, rr * dbs0 + Int64(j) * dbs1, T(gc * (x * ia - cb * y)))
         if const_expr(op in ("mm1", "mm2")):
-            y = Int64(ld(pt, rr * ts0))
-            y = cutlass.select_(y < Int64(0), y + Int64(N), y)
-            isbad = (y < Int64(0)) | (y >= Int64(N))
-            yc = cutlass.select_(isbad, Int64(0), y)
-            xy = CT(ld(pa, rr * as0 + yc * as1))
-            wy = one
-            if (flags & HAS_W) != Int32(0):
-                wy = CT(ld(pw, yc * ws0))
+            isbad, yc, xy, wy = mm_target(pt, pa, pw, rr, ts0, as0, as1, ws0, N, flags, one)
             gw = cutlass.select_(isbad, zero, g * wy / nct)
             s = zero
             for j in cutlass.range(lane, N, tpr):
@@ -176,21 +157,8 @@ def build(knobs: dict):
             pc_ = CT(p)
             e = CT(eps)
             swap = (flags & SWAP) != Int32(0)
-            s1 = zero
-            s2 = zero
-            s3 = zero
-            for j in cutlass.range(lane, N, tpr):
-                a = CT(ld(pa, rr * as0 + Int64(j) * as1))
-                b = CT(ld(pb, rr * bs0 + Int64(j) * bs1))
-                cn = CT(ld(pc, rr * cs0 + Int64(j) * cs1))
-                s1 = s1 + powabs(a - b + e, pc_)
-                s2 = s2 + powabs(a - cn + e, pc_)
-                if swap:
-                    s3 = s3 + powabs(b - cn + e, pc_)
-            t1, t2 = row_allreduce_sum2(s1, s2, buf, tpr, 0, 1, 0, lane)
-            t3 = row_allreduce_sum(s3, buf, tpr, 2, 0, lane)
-            dpos = root(t1, pc_)
-            dng = root(t2, pc_)
+            dpos, dng, t3 = trip_sums(pa, pb, pc, rr, as0, as1, bs0, bs1, cs0, cs1, N, pc_, e,
+                                      swap, zero, buf, tpr, lane)
             dsw = root(t3, pc_)
             wn = one
             wsw = zero

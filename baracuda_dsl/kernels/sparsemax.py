@@ -54,6 +54,38 @@ def build(knobs: dict):
                 k = k + cutlass.select_(xv > tau, CT(1.0), CT(0.0))
         return s, k
 
+    @cute.jit
+    def solve_tau(m, xf, gx, valid, nvec, N, buf, rin, lane):
+        """τ of the row by the fixed-point iteration from the thread's max ``m``: register mode
+        sums the support of ``xf``; loop mode streams the row ``gx`` through ``xf``."""
+        m = row_allreduce_max(m, buf, tpr, 0, rin, lane)
+        tau = m - CT(1.0)
+        k_old = CT(N) + CT(1.0)
+        par = Int32(1)  # slots 2,3 first: slot 0 held the max until the next barrier
+        go = cutlass.Boolean(True)
+        while go:
+            s = CT(0.0)
+            k = CT(0.0)
+            if const_expr(chunks > 0):
+                s, k = support(xf, chunks, tau, s, k)
+            else:
+                if valid:
+                    for v0 in cutlass.range(lane, nvec, tpr * U):
+                        for u in cutlass.range_constexpr(U):
+                            if v0 + u * tpr < nvec:
+                                cute.autovec_copy(gx[None, v0 + u * tpr], xf[None, u])
+                            else:
+                                xf[None, u].fill(NEG)
+                        s, k = support(xf, U, tau, s, k)
+            s, k = row_allreduce_sum2(s, k, buf, tpr, 2 * par, 2 * par + 1, rin, lane)
+            # an empty support (only when max − 1 rounds to max, or a row of −inf) stops with
+            # τ₀ = max − 1 kept
+            go = (k < k_old) & (k > CT(0.0))
+            k_old = k
+            tau = cutlass.select_(k > CT(0.0), (s - CT(1.0)) / k, tau)
+            par = 1 - par
+        return tau
+
     @cute.kernel
     def kernel(px: cute.Pointer, py: cute.Pointer, M: Int32, N: Int32, s1: Int32, s2: Int32,
                x0: Int64, x1: Int64, x2: Int64, y0: Int64, y1: Int64, y2: Int64, flags: Int32):
@@ -84,22 +116,7 @@ def build(knobs: dict):
                 for e in cutlass.range_constexpr(vec):
                     xf[e, c] = CT(rx[e, c])
                     m = cutlass.max(m, xf[e, c])
-            m = row_allreduce_max(m, buf, tpr, 0, rin, lane)
-            tau = m - CT(1.0)
-            k_old = CT(N) + CT(1.0)
-            par = Int32(1)  # slots 2,3 first: slot 0 held the max until the next barrier
-            go = cutlass.Boolean(True)
-            while go:
-                s = CT(0.0)
-                k = CT(0.0)
-                s, k = support(xf, chunks, tau, s, k)
-                s, k = row_allreduce_sum2(s, k, buf, tpr, 2 * par, 2 * par + 1, rin, lane)
-                # an empty support (only when max − 1 rounds to max, or a row of −inf) stops
-                # with τ₀ = max − 1 kept
-                go = (k < k_old) & (k > CT(0.0))
-                k_old = k
-                tau = cutlass.select_(k > CT(0.0), (s - CT(1.0)) / k, tau)
-                par = 1 - par
+            tau = solve_tau(m, xf, gx, valid, Int32(0), N, buf, rin, lane)
             for c in cutlass.range_constexpr(chunks):
                 for e in cutlass.range_constexpr(vec):
                     rx[e, c] = T(cutlass.max(xf[e, c] - tau, CT(0.0)))
@@ -122,29 +139,7 @@ def build(knobs: dict):
                             cute.autovec_copy(gx[None, v0 + u * tpr], rx[None, u])
                             for e in cutlass.range_constexpr(vec):
                                 m = cutlass.max(m, CT(rx[e, u]))
-            m = row_allreduce_max(m, buf, tpr, 0, rin, lane)
-            tau = m - CT(1.0)
-            k_old = CT(N) + CT(1.0)
-            par = Int32(1)
-            go = cutlass.Boolean(True)
-            while go:
-                s = CT(0.0)
-                k = CT(0.0)
-                if valid:
-                    for v0 in cutlass.range(lane, nvec, tpr * U):
-                        for u in cutlass.range_constexpr(U):
-                            if v0 + u * tpr < nvec:
-                                cute.autovec_copy(gx[None, v0 + u * tpr], rx[None, u])
-                            else:
-                                rx[None, u].fill(NEG)
-                        s, k = support(rx, U, tau, s, k)
-                s, k = row_allreduce_sum2(s, k, buf, tpr, 2 * par, 2 * par + 1, rin, lane)
-                # an empty support (only when max − 1 rounds to max, or a row of −inf) stops
-                # with τ₀ = max − 1 kept
-                go = (k < k_old) & (k > CT(0.0))
-                k_old = k
-                tau = cutlass.select_(k > CT(0.0), (s - CT(1.0)) / k, tau)
-                par = 1 - par
+            tau = solve_tau(m, rx, gx, valid, nvec, N, buf, rin, lane)
             if valid:
                 for v0 in cutlass.range(lane, nvec, tpr * U):
                     for u in cutlass.range_constexpr(U):
