@@ -75,6 +75,7 @@ from . import cross_entropy as _cross_entropy  # noqa: E402
 from . import linear_cross_entropy as _linear_cross_entropy  # noqa: E402
 from . import softmax as _softmax  # noqa: E402
 from . import gemm_batched as _gemm_batched  # noqa: E402
+from . import gemm_int as _gemm_int  # noqa: E402
 
 
 def _export(*modules) -> None:
@@ -87,6 +88,6 @@ def _export(*modules) -> None:
 
 
 _export(_layout, _pad, _indexing, _embedding, _segment, _random, _loss_row, _ctc, _gemm, _loss_pointwise, _cross_entropy,
-        _linear_cross_entropy, _softmax, _gemm_batched)
+        _linear_cross_entropy, _softmax, _gemm_batched, _gemm_int)
 __all__ += ["contiguize"]
 from .layout import contiguize  # noqa: E402,F401

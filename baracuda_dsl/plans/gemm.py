@@ -2,8 +2,9 @@
 
     c = act(alpha · (a @ b) + beta · c + bias)        a (m, k), b (k, n), c (m, n), bias (n,)
 
-dtypes: float16 / bfloat16 (tensor cores, f32 accumulate), float32 (strict IEEE f32 FFMA, no
-tf32), float64 (DFMA, f64 accumulate); ``out_dtype`` (c and bias) is the input dtype or float32.
+dtypes: float16 / bfloat16 (tensor cores, f32 accumulate), float32 (strict IEEE f32 FFMA by
+default; ``allow_tf32=True`` runs it on tensor cores in tf32, see below), float64 (DFMA, f64
+accumulate); ``out_dtype`` (c and bias) is the input dtype or float32.
 Epilogues ``identity``, ``bias``, ``bias_relu``, ``bias_gelu`` (erf form), ``bias_silu``: the bias
 is added after alpha / beta and before the activation; c is read only when beta != 0 (so it may
 hold garbage otherwise).  No workspace; deterministic (no atomics, fixed k order).
@@ -37,7 +38,15 @@ Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
   >= ``BIG_TILE_MIN_CTAS`` CTAs, else 64×64×32.  On an H100 this Ampere-style path is expected
   around 50-65 % of cuBLAS bf16 at 4096³ (cuBLAS uses wgmma); the sm90a wgmma/TMA kernel of
   issue 7 replaces it there.
-* everything else (f32, f64, misaligned / odd-strided half operands, negative strides, k = 0)
+* float32 with ``allow_tf32=True`` (like ``torch.backends.cuda.matmul.allow_tf32``; ignored for
+  the other dtypes) → ``gemm_tf32`` (``mma.sync`` m16n8k8 tf32: inputs rounded to tf32 with
+  round-to-nearest (ties away), f32 accumulate: relative error ≈ 1e-4..5e-4 for O(1) data;
+  sm80, sm89, sm90a; every a / b layout; ``templates/gemm_tf32.py``) when every operand
+  qualifies: k >= 1, unit stride in one dim, 16-byte aligned base, leading dim a multiple of
+  4 elements, contiguous extent a multiple of 4.  Tile 128×128×16 when it yields
+  >= ``BIG_TILE_MIN_CTAS`` CTAs and a is k-major, else 64×64×32 (no decode tile; ``tile=`` takes
+  "128x128", "64x64" or "simt").  Operands it cannot take run on ``gemm_simt`` in strict f32.
+* everything else (strict f32, f64, misaligned / odd-strided half operands, negative strides, k = 0)
   → ``gemm_simt`` (128×128 tiles, 8×8 outputs per thread, arbitrary strides, predicated).
 
 ``select(desc, pref, tile=None)``: ``tile`` ("128x128", "64x64", "16x32", "simt", or on sm90a
@@ -60,6 +69,7 @@ from ..plan import (Plan, align_up, begin_select, check_dtype, check_finite,
                     check_writable_no_overlap, plan_arch, view_arg)
 from ..templates import gemm as spec
 from ..templates import gemm_sm90 as spec90
+from ..templates import gemm_tf32 as spec32
 from ..vocabulary import ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 
 DTYPES = (float16, bfloat16, float32, float64)
@@ -98,6 +108,9 @@ class GemmDescriptor:
     alpha: float = 1.0
     beta: float = 0.0
     epilogue: str = "identity"
+    #: float32 only: run on tensor cores in tf32 (10-bit mantissa inputs, f32 accumulate), like
+    #: ``torch.backends.cuda.matmul.allow_tf32``; False (default) keeps strict IEEE f32
+    allow_tf32: bool = False
 
     def __post_init__(self):
         for name in ("m", "n", "k"):
@@ -119,6 +132,14 @@ class GemmDescriptor:
         if self.epilogue not in EPILOGUES:
             raise UnsupportedError(f"Gemm: epilogue {self.epilogue!r} is not wired; wired: "
                                    f"{', '.join(EPILOGUES)}")
+        if not isinstance(self.allow_tf32, bool):
+            raise InvalidProblemError(f"Gemm: allow_tf32 must be a bool, got "
+                                      f"{self.allow_tf32!r}")
+
+    @property
+    def uses_tf32(self) -> bool:
+        """True when the tf32 tensor-core path is allowed (float32 input, ``allow_tf32``)."""
+        return self.allow_tf32 and self.dtype is float32
 
     @property
     def has_bias(self) -> bool:
@@ -136,25 +157,27 @@ class GemmArgs:
     bias: object = None
 
 
-def _options(rows: int, cols: int, s_rows: int, s_cols: int):
+def _options(rows: int, cols: int, s_rows: int, s_cols: int, vec: int = spec.MMA_VEC):
     """Candidate (major, leading dim) of an operand seen as (rows = m or n, cols = k): ``k`` when
     the k stride is unit (or k has extent 1), ``mn`` when the rows stride is unit.  The leading
     dim of a one-row / one-column operand is irrelevant: any multiple of 8 serves."""
     out = []
     if s_cols == 1 or cols == 1:
-        out.append(("k", s_rows if rows > 1 else align_up(max(cols, 1), spec.MMA_VEC)))
+        out.append(("k", s_rows if rows > 1 else align_up(max(cols, 1), vec)))
     if s_rows == 1 or rows == 1:
-        out.append(("mn", s_cols if cols > 1 else align_up(max(rows, 1), spec.MMA_VEC)))
+        out.append(("mn", s_cols if cols > 1 else align_up(max(rows, 1), vec)))
     return out
 
 
-def _mma_layout(view, rows: int, cols: int, s_rows: int, s_cols: int):
-    """(major, ld) of the first mma-eligible layout of an operand, or None."""
+def _mma_layout(view, rows: int, cols: int, s_rows: int, s_cols: int,
+                vec: int = spec.MMA_VEC):
+    """(major, ld) of the first mma-eligible layout of an operand (16-byte vectors of ``vec``
+    elements), or None."""
     if view.ptr % 16:
         return None
-    for major, ld in _options(rows, cols, s_rows, s_cols):
+    for major, ld in _options(rows, cols, s_rows, s_cols, vec):
         contig = cols if major == "k" else rows
-        if ld >= 0 and ld % spec.MMA_VEC == 0 and contig % spec.MMA_VEC == 0:
+        if ld >= 0 and ld % vec == 0 and contig % vec == 0:
             return major, ld
     return None
 
@@ -214,7 +237,14 @@ class GemmPlan(Plan):
         if tile in SM90_TILES and plan._arch is not ArchSku.SM90A:
             raise UnsupportedError(f"Gemm: tile {tile} needs sm90a (wgmma); this plan targets "
                                    f"{plan._arch.value}")
-        if d.dtype not in HALF:
+        if d.uses_tf32:
+            if tile not in (None, "simt", *spec32.TF32_TILES):
+                raise UnsupportedError(f"Gemm: tile {tile} is not wired for tf32; wired: "
+                                       f"{', '.join(spec32.TF32_TILES)}, simt")
+            if tile is None:
+                big = math.ceil(d.m / 128) * math.ceil(d.n / 128)
+                tile = spec32.BIG_TILE if big >= BIG_TILE_MIN_CTAS else "64x64"
+        elif d.dtype not in HALF:
             if tile not in (None, "simt"):
                 raise UnsupportedError(f"Gemm: tile {tile} needs float16 / bfloat16 inputs "
                                        f"(tensor cores); {d.dtype.name} runs on the SIMT kernel")
@@ -236,6 +266,10 @@ class GemmPlan(Plan):
         pg = PrecisionGuarantee(math_precision=d.dtype, accumulator=acc)
         if tile == "simt":
             tmpl, knobs = spec.GEMM_SIMT, plan._simt_knobs()
+        elif d.uses_tf32:
+            tmpl, knobs = spec32.GEMM_TF32, dict(plan._tf32_knobs("k", "k"))
+            knobs.pop("a_major")
+            knobs.pop("b_major")
         elif tile in SM90_TILES:
             tmpl, knobs = spec90.GEMM_SM90, dict(plan._sm90_knobs("k", "k"))
             knobs.pop("a_major")
@@ -258,6 +292,17 @@ class GemmPlan(Plan):
             d = self.desc
             kn = self._knob_memo[key] = dict(dtype=d.dtype.short, out=d.out_dtype.short,
                                               act=self._act)
+        return kn
+
+    def _tf32_knobs(self, a_major: str, b_major: str) -> dict:
+        key = ("tf32", a_major, b_major)
+        kn = self._knob_memo.get(key)
+        if kn is None:
+            tile = self._tile
+            if a_major != "k":
+                tile = "64x64"          # the 128x128 tf32 tile exists for k-major a only
+            kn = self._knob_memo[key] = dict(a_major=a_major, b_major=b_major, act=self._act,
+                                              tile=tile)
         return kn
 
     def _sm90_knobs(self, a_major: str, b_major: str) -> dict:
@@ -323,7 +368,15 @@ class GemmPlan(Plan):
                 am = "k" if la[0] == "k" else "m"
                 bm = "k" if lb[0] == "k" else "n"
                 return spec90.GEMM_SM90, self._sm90_knobs(am, bm), (la[1], lb[1])
-        if self._tile != "simt" and d.k >= 1:
+        if d.uses_tf32:
+            if self._tile != "simt" and d.k >= 1:
+                la = _mma_layout(a, d.m, d.k, a.strides[0], a.strides[1], spec32.TF32_VEC)
+                lb = _mma_layout(b, d.n, d.k, b.strides[1], b.strides[0], spec32.TF32_VEC)
+                if la is not None and lb is not None:
+                    am = "k" if la[0] == "k" else "m"
+                    bm = "k" if lb[0] == "k" else "n"
+                    return spec32.GEMM_TF32, self._tf32_knobs(am, bm), (la[1], lb[1])
+        elif self._tile != "simt" and d.k >= 1:
             la = _mma_layout(a, d.m, d.k, a.strides[0], a.strides[1])
             lb = _mma_layout(b, d.n, d.k, b.strides[1], b.strides[0])
             if la is not None and lb is not None:
@@ -343,8 +396,9 @@ class GemmPlan(Plan):
         pbias, bs, hb = (bias.ptr, bias.strides[0], 1) if bias is not None else (c.ptr, 0, 0)
         if tmpl is spec90.GEMM_SM90:
             self._launch_sm90(lk, knobs, a, b, c, pbias, bs, hb, lds, stream)
-        elif tmpl is spec.GEMM_MMA:
-            bm, bn = spec.TILES[knobs["tile"]][:2]
+        elif tmpl is spec.GEMM_MMA or tmpl is spec32.GEMM_TF32:
+            tiles = spec.TILES if tmpl is spec.GEMM_MMA else spec32.TF32_TILES
+            bm, bn = tiles[knobs["tile"]][:2]
             grid = (math.ceil(d.m / bm) * math.ceil(d.n / bn), 1, 1)
             lk.launch(grid, [a.ptr, b.ptr, c.ptr, pbias, d.m, d.n, d.k, lds[0], lds[1],
                              c.strides[0], c.strides[1], bs, d.alpha, d.beta, hb], stream)

@@ -23,3 +23,5 @@ from . import loss_pointwise  # noqa: F401
 from . import cross_entropy  # noqa: F401
 from . import gemm_sm90  # noqa: F401
 from . import softmax  # noqa: F401
+from . import gemm_tf32  # noqa: F401
+from . import gemm_int8  # noqa: F401

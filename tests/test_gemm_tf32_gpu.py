@@ -1,0 +1,101 @@
+"""GemmPlan with ``allow_tf32=True`` on the GPU (gemm_tf32: mma.sync m16n8k8 tf32) against float64
+torch references: odd sizes, K not a multiple of the k tile, M = 1, all four operand layouts,
+every epilogue, alpha / beta, poisoned outputs, SIMT fallback of unaligned operands.
+Metric ‖out − ref‖ / ‖ref‖ with O(1) inputs: tf32 rounds inputs to 10 mantissa bits (RN), so
+the expected error is ≈ 2-3e-4; the bound is 6e-4."""
+
+import math
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+TOL = 6e-4
+
+
+def _mods():
+    torch = pytest.importorskip("torch")
+    from baracuda_dsl.plans.gemm import GemmArgs, GemmDescriptor, GemmPlan
+
+    return torch, GemmArgs, GemmDescriptor, GemmPlan
+
+
+def _ref(torch, a, b, c_old, bias, alpha, beta, epilogue):
+    r = alpha * (a.double() @ b.double())
+    if beta != 0:
+        r = r + beta * c_old.double()
+    if bias is not None:
+        r = r + bias.double()
+    if epilogue == "bias_relu":
+        r = torch.relu(r)
+    elif epilogue == "bias_gelu":
+        r = 0.5 * r * (1.0 + torch.erf(r / math.sqrt(2.0)))
+    elif epilogue == "bias_silu":
+        r = r * torch.sigmoid(r)
+    return r
+
+
+def _run(m, n, k, *, a_t=False, b_t=False, alpha=1.0, beta=0.0, epilogue="identity",
+         tile=None, expect="gemm_tf32", seed=0):
+    torch, GemmArgs, GemmDescriptor, GemmPlan = _mods()
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn((k, m) if a_t else (m, k), generator=gen, device="cuda")
+    a = a.t() if a_t else a
+    b = torch.randn((n, k) if b_t else (k, n), generator=gen, device="cuda")
+    b = b.t() if b_t else b
+    c = torch.randn((m, n), generator=gen, device="cuda")
+    if beta == 0 and c.numel():
+        c.fill_(float("nan"))                       # poisoned: must not be read
+    c_old = c.clone()
+    bias = torch.randn((n,), generator=gen, device="cuda") if epilogue != "identity" else None
+    plan = GemmPlan.select(GemmDescriptor(m, n, k, "f32", alpha=alpha, beta=beta,
+                                          epilogue=epilogue, allow_tf32=True), tile=tile)
+    args = GemmArgs(a, b, c, bias)
+    name = plan.kernel_for(args)[0].name
+    if expect is not None:
+        assert name == expect, (m, n, k, name)
+    plan.run(args)
+    torch.cuda.synchronize()
+    ref = _ref(torch, a, b, c_old, bias, alpha, beta, epilogue)
+    assert torch.isfinite(c).all(), (m, n, k, name)
+    den = torch.linalg.norm(ref).item()
+    err = torch.linalg.norm(c.double() - ref).item() / (den or 1.0)
+    assert err <= TOL, (m, n, k, a_t, b_t, name, err)
+    return err
+
+
+@pytest.mark.parametrize("m", [1, 7, 33, 130, 1000])
+@pytest.mark.parametrize("a_t,b_t", [(False, False), (True, True)])
+def test_odd_sizes(m, a_t, b_t):
+    # n, k multiples of 4 (the tf32 path's vector); k not a multiple of the 16 / 32 k tile
+    for n, k in ((8, 4), (36, 132), (260, 1000)):
+        # an m-major a needs m % 4 == 0 for the tensor-core path (else SIMT)
+        _run((m + 3) // 4 * 4 if a_t else m, n, k, a_t=a_t, b_t=b_t)
+    if a_t and m % 4 and m > 1:    # (m = 1: the 1-row view is k-contiguous too)
+        _run(m, 36, 132, a_t=True, b_t=b_t, expect="gemm_simt")
+
+
+@pytest.mark.parametrize("a_t", [False, True])
+@pytest.mark.parametrize("b_t", [False, True])
+@pytest.mark.parametrize("tile", [None, "64x64", "128x128"])
+def test_layouts_and_tiles(a_t, b_t, tile):
+    _run(260, 132, 100, a_t=a_t, b_t=b_t, tile=tile)
+
+
+def test_big_and_error_is_tf32_like():
+    # large k: error stays in the tf32 range (and is clearly above strict f32's ~1e-7)
+    err = _run(1024, 1024, 2048)
+    assert err > 1e-6
+
+
+@pytest.mark.parametrize("epilogue", ["identity", "bias", "bias_relu", "bias_gelu",
+                                      "bias_silu"])
+def test_epilogues_alpha_beta(epilogue):
+    _run(77, 68, 36, epilogue=epilogue, alpha=0.5, beta=-1.25)
+    _run(129, 132, 64, epilogue=epilogue)
+
+
+def test_unaligned_falls_back_to_simt():
+    # k = 6 (not a multiple of 4): strict f32 SIMT kernel, still correct
+    _run(33, 8, 6, expect="gemm_simt")
+    _run(33, 8, 8, tile="simt", expect="gemm_simt")
