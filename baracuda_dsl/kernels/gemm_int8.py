@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Boolean, Float32, Int32, Int64
+from cutlass import Float32, Int32, Int64
 from cutlass._mlir.dialects import llvm
 from cutlass.cutlass_dsl import T as IRT, dsl_user_op
 
-from ..templates.gemm import GROUP_M
 from ..templates.gemm_int8 import INT8_TILES, int8_smem
-from ..templates.gemm_tf32 import TF32_VEC
-from .gemm_tf32 import _g2s_copy, _smem_layout
+from .gemm_tf32 import mainloop
 
 
 @dsl_user_op
@@ -47,170 +45,44 @@ def build(knobs: dict):
     TA = knobs["a"]
     TB = knobs["b"]
     DEQ = knobs["out"] == "f32"
-    a_k = True
-    b_k = True
-    bM, bN, bK, ST, WM, WN = INT8_TILES[knobs["tile"]]
+    tiles = INT8_TILES[knobs["tile"]]
+    bM, bN, _, _, WM, WN = tiles
     THREADS = 32 * WM * WN
     SMEM = int8_smem(knobs)
+
+    def mma_init(tiled_mma, thr_mma, tCsA, tCsB, shape_mn):
+        # int32 accumulators (4, MMA_M, MMA_N); word fragments (4, MMA_M) / (2, MMA_N) per k block
+        acc = cute.make_rmem_tensor(thr_mma.partition_shape_C(shape_mn), Int32)
+        acc.fill(0)
+        rA = cute.make_rmem_tensor(tCsA[None, None, 0, 0].shape, Int32)
+        rB = cute.make_rmem_tensor(tCsB[None, None, 0, 0].shape, Int32)
+        return acc, rA, rB
+
+    @cute.jit
+    def mma_kblock(tiled_mma, acc, rA, rB, fa, fb, kb: cutlass.Constexpr):
+        # the tf32 TiledMma partitions the word buffers; m16n8k32 s8 issued per atom
+        for i in cutlass.range_constexpr(cute.size(rA)):
+            rA[i] = fa[i]
+        for i in cutlass.range_constexpr(cute.size(rB)):
+            rB[i] = fb[i]
+        for mi in cutlass.range_constexpr(cute.size(acc, mode=[1])):
+            for ni in cutlass.range_constexpr(cute.size(acc, mode=[2])):
+                d0, d1, d2, d3 = mma_s8(
+                    rA[0, mi], rA[1, mi], rA[2, mi], rA[3, mi], rB[0, ni], rB[1, ni],
+                    acc[0, mi, ni], acc[1, mi, ni], acc[2, mi, ni], acc[3, mi, ni],
+                    ta=TA, tb=TB)
+                acc[0, mi, ni] = d0
+                acc[1, mi, ni] = d1
+                acc[2, mi, ni] = d2
+                acc[3, mi, ni] = d3
+
+    pipe = mainloop(T, True, True, tiles, THREADS, mma_init, mma_kblock)
 
     @cute.kernel
     def kernel(pa: cute.Pointer, pb: cute.Pointer, pc: cute.Pointer, psa: cute.Pointer,
                psb: cute.Pointer, m: Int32, n: Int32, k: Int32, lda: Int64, ldb: Int64,
                csm: Int64, csn: Int64, sas: Int64, sbs: Int64):
-        tidx, _, _ = cute.arch.thread_idx()
-        bid, _, _ = cute.arch.block_idx()
-        # ---- grouped rasterisation of the 1-D grid (templates.gemm.raster is the reference)
-        tiles_m = (m + bM - 1) // bM
-        tiles_n = (n + bN - 1) // bN
-        per_group = GROUP_M * tiles_n
-        g = Int32(bid) // per_group
-        first_m = g * GROUP_M
-        gsz = cutlass.min(tiles_m - first_m, GROUP_M)
-        r = Int32(bid) % per_group
-        tm = first_m + r % gsz
-        tn = r // gsz
-
-        # ---- global views (a as (m, k), b as (n, k)); leading dims are multiples of 4
-        lda = cute.assume(lda, divby=TF32_VEC)
-        ldb = cute.assume(ldb, divby=TF32_VEC)
-        if cutlass.const_expr(a_k):
-            la = cute.make_layout((m, k), stride=(lda, 1))
-        else:
-            la = cute.make_layout((m, k), stride=(1, lda))
-        if cutlass.const_expr(b_k):
-            lb = cute.make_layout((n, k), stride=(ldb, 1))
-        else:
-            lb = cute.make_layout((n, k), stride=(1, ldb))
-        mA = cute.make_tensor(pa, la)
-        mB = cute.make_tensor(pb, lb)
-        gA = cute.local_tile(mA, (bM, bK), (tm, None))          # (bM, bK, ktiles)
-        gB = cute.local_tile(mB, (bN, bK), (tn, None))          # (bN, bK, ktiles)
-        cA = cute.local_tile(cute.make_identity_tensor((m, k)), (bM, bK), (tm, None))
-        cB = cute.local_tile(cute.make_identity_tensor((n, k)), (bN, bK), (tn, None))
-        ktiles = cute.size(gA, mode=[2])
-        # shift k so that the first tile is the partial one (residue <= 0)
-        res = k - Int32(bK) * ktiles
-        gA = cute.domain_offset((0, res, 0), gA)
-        gB = cute.domain_offset((0, res, 0), gB)
-        gA = cute.make_tensor(gA.iterator.align(16), gA.layout)
-        gB = cute.make_tensor(gB.iterator.align(16), gB.layout)
-        cA = cute.domain_offset((0, res, 0), cA)
-        cB = cute.domain_offset((0, res, 0), cB)
-
-        # ---- shared buffers
-        smem = cutlass.memory.SmemAllocator()
-        sA = smem.allocate_tensor(T, _smem_layout(a_k, bM, bK, ST), byte_alignment=128)
-        sB = smem.allocate_tensor(T, _smem_layout(b_k, bN, bK, ST), byte_alignment=128)
-
-        # ---- global -> shared copies
-        g2s = cute.make_copy_atom(
-            cute.nvgpu.cpasync.CopyG2SOp(cache_mode=cute.nvgpu.LoadCacheMode.GLOBAL), T,
-            num_bits_per_copy=128)
-        cpA = _g2s_copy(g2s, a_k, bM, bK, THREADS)
-        cpB = _g2s_copy(g2s, b_k, bN, bK, THREADS)
-        thA = cpA.get_slice(tidx)
-        thB = cpB.get_slice(tidx)
-        tAgA = thA.partition_S(gA)
-        tAsA = thA.partition_D(sA)
-        tAcA = thA.partition_S(cA)
-        tBgB = thB.partition_S(gB)
-        tBsB = thB.partition_D(sB)
-        tBcB = thB.partition_S(cB)
-
-        # m / n predicates (fixed over k); the k predicate only matters in the first tile
-        pA = cute.make_rmem_tensor(
-            cute.make_layout((tAsA.shape[0][1], cute.size(tAsA, mode=[1]),
-                              cute.size(tAsA, mode=[2])),
-                             stride=(cute.size(tAsA, mode=[1]), 1, 0)), Boolean)
-        pB = cute.make_rmem_tensor(
-            cute.make_layout((tBsB.shape[0][1], cute.size(tBsB, mode=[1]),
-                              cute.size(tBsB, mode=[2])),
-                             stride=(cute.size(tBsB, mode=[1]), 1, 0)), Boolean)
-        for v in cutlass.range_constexpr(pA.shape[0]):
-            for i in cutlass.range_constexpr(pA.shape[1]):
-                pA[v, i, 0] = cute.elem_less(tAcA[(0, v), i, 0, 0][0], m)
-        for v in cutlass.range_constexpr(pB.shape[0]):
-            for i in cutlass.range_constexpr(pB.shape[1]):
-                pB[v, i, 0] = cute.elem_less(tBcB[(0, v), i, 0, 0][0], n)
-
-        tAsA.fill(0)
-        tBsB.fill(0)
-        cute.arch.sync_threads()
-
-        # ---- prologue: tile 0 (partial in k) then stages-2 full tiles
-        kread = Int32(0)
-        for kk in cutlass.range_constexpr(cute.size(tAsA, mode=[2])):
-            if cute.elem_less(Int32(-1), tAcA[0, 0, kk, 0][1]):
-                cute.copy(cpA, tAgA[None, None, kk, kread], tAsA[None, None, kk, 0],
-                          pred=pA[None, None, kk])
-        for kk in cutlass.range_constexpr(cute.size(tBsB, mode=[2])):
-            if cute.elem_less(Int32(-1), tBcB[0, 0, kk, 0][1]):
-                cute.copy(cpB, tBgB[None, None, kk, kread], tBsB[None, None, kk, 0],
-                          pred=pB[None, None, kk])
-        kread = kread + 1
-        cute.arch.cp_async_commit_group()
-        for s in cutlass.range_constexpr(1, ST - 1):
-            if kread < ktiles:
-                cute.copy(cpA, tAgA[None, None, None, kread], tAsA[None, None, None, s],
-                          pred=pA)
-                cute.copy(cpB, tBgB[None, None, None, kread], tBsB[None, None, None, s],
-                          pred=pB)
-            kread = kread + 1
-            cute.arch.cp_async_commit_group()
-
-        # ---- MMA: the tf32 TiledMma partitions the word buffers; m16n8k32 s8 issued per atom
-        op = cute.nvgpu.warp.MmaTF32Op((16, 8, 8))
-        tiled_mma = cute.make_tiled_mma(op, cute.make_layout((WM, WN, 1)))
-        thr_mma = tiled_mma.get_slice(tidx)
-        tCsA = thr_mma.partition_A(sA)                # (4 words, MMA_M, MMA_K, stages)
-        tCsB = thr_mma.partition_B(sB)                # (2 words, MMA_N, MMA_K, stages)
-        cC = cute.local_tile(cute.make_identity_tensor((m, n)), (bM, bN), (tm, tn))
-        tCcC = thr_mma.partition_C(cC)
-        acc_shape = thr_mma.partition_shape_C((bM, bN))
-        acc = cute.make_rmem_tensor(acc_shape, Int32)  # (4, MMA_M, MMA_N)
-        acc.fill(0)
-        rA = cute.make_rmem_tensor(tCsA[None, None, 0, 0].shape, Int32)
-        rB = cute.make_rmem_tensor(tCsB[None, None, 0, 0].shape, Int32)
-        NKB = cute.size(tCsA, mode=[2])
-        NM = cute.size(acc, mode=[1])
-        NN = cute.size(acc, mode=[2])
-
-        rd = Int32(0)
-        wr = Int32(ST - 1)
-        for kt in cutlass.range(ktiles):
-            cute.arch.cp_async_wait_group(ST - 2)
-            cute.arch.sync_threads()
-            # refill the stage every thread finished reading in the previous iteration
-            if kt + (ST - 1) < ktiles:
-                cute.copy(cpA, tAgA[None, None, None, kread], tAsA[None, None, None, wr],
-                          pred=pA)
-                cute.copy(cpB, tBgB[None, None, None, kread], tBsB[None, None, None, wr],
-                          pred=pB)
-            kread = kread + 1
-            cute.arch.cp_async_commit_group()
-            for kb in cutlass.range_constexpr(NKB):
-                fa = tCsA[None, None, kb, rd]
-                fb = tCsB[None, None, kb, rd]
-                for i in cutlass.range_constexpr(cute.size(rA)):
-                    rA[i] = fa[i]
-                for i in cutlass.range_constexpr(cute.size(rB)):
-                    rB[i] = fb[i]
-                for mi in cutlass.range_constexpr(NM):
-                    for ni in cutlass.range_constexpr(NN):
-                        d0, d1, d2, d3 = mma_s8(
-                            rA[0, mi], rA[1, mi], rA[2, mi], rA[3, mi], rB[0, ni], rB[1, ni],
-                            acc[0, mi, ni], acc[1, mi, ni], acc[2, mi, ni], acc[3, mi, ni],
-                            ta=TA, tb=TB)
-                        acc[0, mi, ni] = d0
-                        acc[1, mi, ni] = d1
-                        acc[2, mi, ni] = d2
-                        acc[3, mi, ni] = d3
-            wr = rd
-            rd = rd + 1
-            if rd == ST:
-                rd = Int32(0)
-
-        cute.arch.cp_async_wait_group(0)
+        acc, tCcC = pipe(pa, pb, m, n, k, lda, ldb)
 
         # ---- epilogue: element-wise, predicated, any c strides
         for i in cutlass.range_constexpr(cute.size(acc)):

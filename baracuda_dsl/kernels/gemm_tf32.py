@@ -52,20 +52,20 @@ def _g2s_copy(atom, kmajor: bool, mn: int, bk: int, threads: int):
     return cute.make_tiled_copy_tv(atom, thr, val)
 
 
-def build(knobs: dict):
-    T = Float32
-    OT = TYPES["f32"]
-    act = knobs["act"]
-    a_k = knobs["a_major"] == "k"
-    b_k = knobs["b_major"] == "k"
-    bM, bN, bK, ST, WM, WN = TF32_TILES[knobs["tile"]]
-    THREADS = 32 * WM * WN
-    SMEM = tf32_smem(knobs)
+def mainloop(T, a_k: bool, b_k: bool, tiles, threads: int, mma_init, mma_kblock):
+    """Trace-time builder of the shared GEMM body (also used by ``gemm_int8``): a ``@cute.jit``
+    ``run(pa, pb, m, n, k, lda, ldb) -> (acc, tCcC)`` doing the grouped rasterisation, the
+    cp.async multistage pipeline into padded shared buffers of element type ``T`` and the main
+    loop, partitioned by the tf32 m16n8k8 ``TiledMma`` (``WM x WN`` warps).  The caller supplies
+    ``mma_init(tiled_mma, thr_mma, tCsA, tCsB, acc_shape) -> (acc, fA, fB)`` (register
+    fragments) and a ``@cute.jit`` ``mma_kblock(tiled_mma, acc, fA, fB, sa, sb, kb)`` issuing the
+    MMAs of k block ``kb`` from the shared views ``sa``, ``sb``; ``tCcC`` holds the (m, n)
+    coordinates of ``acc``'s elements for the caller's epilogue."""
+    bM, bN, bK, ST, WM, WN = tiles
+    THREADS = threads
 
-    @cute.kernel
-    def kernel(pa: cute.Pointer, pb: cute.Pointer, pc: cute.Pointer, pbias: cute.Pointer,
-               m: Int32, n: Int32, k: Int32, lda: Int64, ldb: Int64, csm: Int64, csn: Int64,
-               bs: Int64, alpha: Float32, beta: Float32, has_bias: Int32):
+    @cute.jit
+    def run(pa, pb, m, n, k, lda, ldb):
         tidx, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
         # ---- grouped rasterisation of the 1-D grid (templates.gemm.raster is the reference)
@@ -171,17 +171,12 @@ def build(knobs: dict):
         op = cute.nvgpu.warp.MmaTF32Op((16, 8, 8))
         tiled_mma = cute.make_tiled_mma(op, cute.make_layout((WM, WN, 1)))
         thr_mma = tiled_mma.get_slice(tidx)
-        tCsA = thr_mma.partition_A(sA)
-        tCsB = thr_mma.partition_B(sB)
-        tCrA = tiled_mma.make_fragment_A(tCsA[None, None, None, 0])
-        tCrB = tiled_mma.make_fragment_B(tCsB[None, None, None, 0])
-        rA = cute.recast_tensor(tCrA, Int32)
-        rB = cute.recast_tensor(tCrB, Int32)
+        tCsA = thr_mma.partition_A(sA)                # (A values, MMA_M, MMA_K, stages)
+        tCsB = thr_mma.partition_B(sB)                # (B values, MMA_N, MMA_K, stages)
         cC = cute.local_tile(cute.make_identity_tensor((m, n)), (bM, bN), (tm, tn))
         tCcC = thr_mma.partition_C(cC)
-        acc = tiled_mma.make_fragment_C(thr_mma.partition_shape_C((bM, bN)))
-        acc.fill(0.0)
-        NKB = cute.size(tCrA, mode=[2])
+        acc, fA, fB = mma_init(tiled_mma, thr_mma, tCsA, tCsB, (bM, bN))
+        NKB = cute.size(tCsA, mode=[2])
 
         rd = Int32(0)
         wr = Int32(ST - 1)
@@ -196,24 +191,58 @@ def build(knobs: dict):
                           pred=pB)
             kread = kread + 1
             cute.arch.cp_async_commit_group()
-            vA = tCsA[None, None, None, rd]
-            vB = tCsB[None, None, None, rd]
             for kb in cutlass.range_constexpr(NKB):
-                fa = vA[None, None, kb]
-                fb = vB[None, None, kb]
-                ra = rA[None, None, kb]
-                rb = rB[None, None, kb]
-                for i in cutlass.range_constexpr(cute.size(fa)):
-                    ra[i] = Int32(cute.arch.cvt_f32_tf32(fa[i]))
-                for i in cutlass.range_constexpr(cute.size(fb)):
-                    rb[i] = Int32(cute.arch.cvt_f32_tf32(fb[i]))
-                cute.gemm(tiled_mma, acc, tCrA[None, None, kb], tCrB[None, None, kb], acc)
+                mma_kblock(tiled_mma, acc, fA, fB, tCsA[None, None, kb, rd],
+                           tCsB[None, None, kb, rd], kb)
             wr = rd
             rd = rd + 1
             if rd == ST:
                 rd = Int32(0)
 
         cute.arch.cp_async_wait_group(0)
+        return acc, tCcC
+
+    return run
+
+
+def _tf32_init(tiled_mma, thr_mma, tCsA, tCsB, shape_mn):
+    """f32 register fragments of the tf32 MMA and the zeroed f32 accumulator."""
+    tCrA = tiled_mma.make_fragment_A(tCsA[None, None, None, 0])
+    tCrB = tiled_mma.make_fragment_B(tCsB[None, None, None, 0])
+    acc = tiled_mma.make_fragment_C(thr_mma.partition_shape_C(shape_mn))
+    acc.fill(0.0)
+    return acc, tCrA, tCrB
+
+
+@cute.jit
+def _tf32_kblock(tiled_mma, acc, tCrA, tCrB, fa, fb, kb: cutlass.Constexpr):
+    """Rounds k block ``kb`` of both operands to tf32 into the fragments, then one ``gemm``."""
+    ra = cute.recast_tensor(tCrA, Int32)[None, None, kb]
+    rb = cute.recast_tensor(tCrB, Int32)[None, None, kb]
+    for i in cutlass.range_constexpr(cute.size(fa)):
+        ra[i] = Int32(cute.arch.cvt_f32_tf32(fa[i]))
+    for i in cutlass.range_constexpr(cute.size(fb)):
+        rb[i] = Int32(cute.arch.cvt_f32_tf32(fb[i]))
+    cute.gemm(tiled_mma, acc, tCrA[None, None, kb], tCrB[None, None, kb], acc)
+
+
+def build(knobs: dict):
+    T = Float32
+    OT = TYPES["f32"]
+    act = knobs["act"]
+    a_k = knobs["a_major"] == "k"
+    b_k = knobs["b_major"] == "k"
+    tiles = TF32_TILES[knobs["tile"]]
+    bM, bN, _, _, WM, WN = tiles
+    THREADS = 32 * WM * WN
+    SMEM = tf32_smem(knobs)
+    pipe = mainloop(T, a_k, b_k, tiles, THREADS, _tf32_init, _tf32_kblock)
+
+    @cute.kernel
+    def kernel(pa: cute.Pointer, pb: cute.Pointer, pc: cute.Pointer, pbias: cute.Pointer,
+               m: Int32, n: Int32, k: Int32, lda: Int64, ldb: Int64, csm: Int64, csn: Int64,
+               bs: Int64, alpha: Float32, beta: Float32, has_bias: Int32):
+        acc, tCcC = pipe(pa, pb, m, n, k, lda, ldb)
 
         # ---- epilogue: element-wise, predicated, any c strides
         use_beta = beta != Float32(0.0)
