@@ -366,14 +366,9 @@ class _RowLossFW(_RowLoss):
                 self._len, a.strides[0], a.strides[1], _s(b, 0), _s(b, 1), _s(c, 0), _s(c, 1),
                 _s(t, 0), _s(t, 1) if (t is not None and len(t.shape) > 1) else 0, _s(w, 0),
                 out.strides[0] if red == "none" else 0, margin, p, eps, flags], stream)
-        if red != "none" and not d.n:
-            # empty batch: torch gives nan for mean, 0 for sum (written exactly, no kernel math)
-            from .layout import FillArgs, FillDescriptor, FillPlan
-
-            value = math.nan if red == "mean" else 0.0
-            FillPlan.select(FillDescriptor((), d.dtype, value)).run(FillArgs(out), stream)
-        elif red != "none":
-            scale = 1.0 if red == "sum" else 1.0 / d.n
+        if red != "none":
+            # an empty batch sums nothing: sum → 0, mean → 0 · nan = nan
+            scale = 1.0 if red == "sum" else (1.0 / d.n if d.n else math.nan)
             lk = self._kernel(spec.LOSS_FINALIZE, self._fknobs, dev)
             lk.launch((1, 1, 1), [ws.ptr, out.ptr, d.n, scale], stream)
 

@@ -76,19 +76,12 @@ CLUSTERS = (2, 4, 8)
 #: SM, so one CTA's exp / convert / reduce phase overlaps the other's loads (a full 1024-thread
 #: CTA runs alone on its SM).  benchmarks/sweep_softmax.py times them against the ladder.
 CLUSTER_EXTRA_FW = ((2, True), (4, True), (8, True))
-#: two-byte forward ladder: 16K-element slices of 512 threads (two CTAs per SM, so exp /
-#: convert overlaps the next slice's loads) up to 8 × 16K, then 8 full slices.  (Since the
-#: forward keeps only the packed inputs and recomputes exp in the write pass, every two-byte
-#: register / cluster SKU uses 32 registers, was 49–57: full 1024-thread slices now fit two CTAs
-#: per SM too — re-run benchmarks/sweep_softmax.py before trusting the numbers below.)  The
-#: full-slice ladder ran at 0.84 / 0.61 / 0.57 of copy at 32K / 128K / 256K on the H100 (one
-#: 1024-thread CTA per SM: its exp phase is not overlapped), the backward (no exp) at 0.99.
-#: Sweeps of 2026-11-23 (benchmarks/sweep_softmax.py, H100, fraction of copy).  With the f32
-#: exps kept in registers (49-57 registers a thread) the half slices won for 16-bit rows (64K:
-#: 0.82 vs 0.74 full).  Since the forward keeps only the packed inputs (32 registers: two
-#: 1024-thread CTAs per SM) full slices win: bf16 64K — 2 full 0.98, 4 half 0.97; 128K — 4 full
-#: 0.96, 8 half 0.95; 256K — 8 full 0.91, loop 0.64.  HALF_LADDER stays for sweeps.
-HALF_LADDER = ((2, True), (4, True), (8, True))
+#: Sweeps of 2026-11-23 (benchmarks/sweep_softmax.py, H100, fraction of copy).  While the forward
+#: kept its f32 exps in registers (49-57 registers a thread) half slices won for 16-bit rows (64K:
+#: 0.82 vs 0.74 full).  Since it keeps only the packed inputs (32 registers: two 1024-thread CTAs
+#: per SM) full slices win: bf16 64K — 2 full 0.98, 4 half 0.97; 128K — 4 full 0.96, 8 half
+#: 0.95; 256K — 8 full 0.91, loop 0.64.  So every dtype uses CLUSTER_LADDER_FW; the half slices
+#: stay in the space (CLUSTER_EXTRA_FW) for the sweep.
 #: per-dtype forward ladders (others: CLUSTER_LADDER_FW); f32's half slices are 1024-thread CTAs
 #: (one per SM beyond C = 2), so f32 keeps the full ladder until a sweep says otherwise
 CLUSTER_LADDER_FW_DTYPE: dict = {}
