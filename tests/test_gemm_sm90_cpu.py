@@ -168,7 +168,7 @@ def test_gpu_test_cases_route_to_sm90():
 def test_launch_arguments(monkeypatch, tile):
     """GemmPlan.run on the wgmma kernel with a stand-in for the loaded kernel: grid, the packed
     argument list (through the real ArgPack of the template's ABI) and both descriptors."""
-    import baracuda_dsl.plans.gemm as G
+    import baracuda_dsl.plans.gemm_sm90_launch as G
     import baracuda_dsl.runtime.device as dev
 
     monkeypatch.setattr(dev, "sm_count", lambda ordinal=0: 132)

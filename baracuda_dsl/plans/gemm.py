@@ -65,12 +65,13 @@ from typing import Optional
 
 from ..dtypes import DType, bfloat16, float16, float32, float64
 from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import (Plan, align_up, begin_select, check_dtype, check_finite,
+from ..plan import (Plan, begin_select, check_dtype, check_finite,
                     check_writable_no_overlap, plan_arch, view_arg)
 from ..templates import gemm as spec
 from ..templates import gemm_sm90 as spec90
 from ..templates import gemm_tf32 as spec32
 from ..vocabulary import ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from .gemm_sm90_launch import launch_sm90, operand_options, tma_layout
 
 DTYPES = (float16, bfloat16, float32, float64)
 HALF = (float16, bfloat16)
@@ -89,7 +90,6 @@ SM90_MIN_TILES = 64
 #: sm90a tile names (``tile=``) -> (templates.gemm_sm90 tile knob, cluster size)
 SM90_TILES = {"wgmma128x128": ("128x128", 1), "wgmma128x256": ("128x256", 1),
               "wgmma128x256c2": ("128x256", 2)}
-_TMA_MAX_LD = 2 ** 36
 _I32 = 2 ** 31 - 1
 _GRID_Y = 65535
 
@@ -157,64 +157,15 @@ class GemmArgs:
     bias: object = None
 
 
-def _options(rows: int, cols: int, s_rows: int, s_cols: int, vec: int = spec.MMA_VEC):
-    """Candidate (major, leading dim) of an operand seen as (rows = m or n, cols = k): ``k`` when
-    the k stride is unit (or k has extent 1), ``mn`` when the rows stride is unit.  The leading
-    dim of a one-row / one-column operand is irrelevant: any multiple of 8 serves."""
-    out = []
-    if s_cols == 1 or cols == 1:
-        out.append(("k", s_rows if rows > 1 else align_up(max(cols, 1), vec)))
-    if s_rows == 1 or rows == 1:
-        out.append(("mn", s_cols if cols > 1 else align_up(max(rows, 1), vec)))
-    return out
-
-
 def _mma_layout(view, rows: int, cols: int, s_rows: int, s_cols: int,
                 vec: int = spec.MMA_VEC):
     """(major, ld) of the first mma-eligible layout of an operand (16-byte vectors of ``vec``
     elements), or None."""
     if view.ptr % 16:
         return None
-    for major, ld in _options(rows, cols, s_rows, s_cols, vec):
+    for major, ld in operand_options(rows, cols, s_rows, s_cols, vec):
         contig = cols if major == "k" else rows
         if ld >= 0 and ld % vec == 0 and contig % vec == 0:
-            return major, ld
-    return None
-
-
-_MAX_CLUSTERS = {}
-
-
-def _max_active_clusters(lk, fallback: int) -> int:
-    """How many clusters of ``lk`` (a cluster SKU) can be resident at once on its device
-    (``cuOccupancyMaxActiveClusters``, memoised per kernel); ``fallback`` if the query fails.
-    A persistent grid larger than this would run its last clusters as a second wave."""
-    key = id(lk)
-    v = _MAX_CLUSTERS.get(key)
-    if v is None:
-        v = fallback
-        try:
-            from cuda.bindings import driver
-
-            err, func = driver.cuKernelGetFunction(lk.handle)
-            if int(err) == 0:
-                cfg = lk._cluster_config((lk.cluster * fallback, 1, 1), 0)
-                err, n = driver.cuOccupancyMaxActiveClusters(func, cfg)
-                if int(err) == 0 and int(n) > 0:
-                    v = min(int(n), fallback)
-        except Exception:   # the driver binding's errors: keep the SM-count bound
-            v = fallback
-        _MAX_CLUSTERS[key] = v
-    return v
-
-
-def _tma_layout(view, rows: int, cols: int, s_rows: int, s_cols: int):
-    """("k" | "mn", ld) of the first TMA-legal layout of an operand seen as (rows, k), or None:
-    16-byte aligned base, leading dim a multiple of 8 elements (16 bytes) below 2**36."""
-    if view.ptr % 16:
-        return None
-    for major, ld in _options(rows, cols, s_rows, s_cols):
-        if 0 < ld < _TMA_MAX_LD and ld % spec.MMA_VEC == 0:
             return major, ld
     return None
 
@@ -362,8 +313,8 @@ class GemmPlan(Plan):
     def _route(self, a, b, c, bias):
         d = self.desc
         if self._tile in SM90_TILES and d.k >= 1:
-            la = _tma_layout(a, d.m, d.k, a.strides[0], a.strides[1])
-            lb = _tma_layout(b, d.n, d.k, b.strides[1], b.strides[0])
+            la = tma_layout(a, d.m, d.k, a.strides[0], a.strides[1])
+            lb = tma_layout(b, d.n, d.k, b.strides[1], b.strides[0])
             if la is not None and lb is not None:
                 am = "k" if la[0] == "k" else "m"
                 bm = "k" if lb[0] == "k" else "n"
@@ -395,7 +346,7 @@ class GemmPlan(Plan):
         lk = self._kernel(tmpl, knobs, a.device)
         pbias, bs, hb = (bias.ptr, bias.strides[0], 1) if bias is not None else (c.ptr, 0, 0)
         if tmpl is spec90.GEMM_SM90:
-            self._launch_sm90(lk, knobs, a, b, c, pbias, bs, hb, lds, stream)
+            launch_sm90(self, lk, knobs, a, b, c, pbias, bs, hb, lds, stream)
         elif tmpl is spec.GEMM_MMA or tmpl is spec32.GEMM_TF32:
             tiles = spec.TILES if tmpl is spec.GEMM_MMA else spec32.TF32_TILES
             bm, bn = tiles[knobs["tile"]][:2]
@@ -407,38 +358,3 @@ class GemmPlan(Plan):
             lk.launch(grid, [a.ptr, b.ptr, c.ptr, pbias, d.m, d.n, d.k, a.strides[0],
                              a.strides[1], b.strides[0], b.strides[1], c.strides[0],
                              c.strides[1], bs, d.alpha, d.beta, hb], stream)
-
-    def _launch_sm90(self, lk, knobs, a, b, c, pbias, bs, hb, lds, stream) -> None:
-        from ..runtime.device import sm_count
-
-        d = self.desc
-        tile = knobs["tile"]
-        bm, bn, bk = spec90.TILES[tile][:3]
-        dt = knobs["dtype"]
-        a_k = knobs["a_major"] == "k"
-        b_k = knobs["b_major"] == "k"
-        # descriptors memoised per (pointers, leading dims, SKU): a repeated call re-encodes none
-        memo = self.__dict__.setdefault("_tmaps", {})
-        key = (a.ptr, b.ptr, lds, id(knobs))
-        tmaps = memo.get(key)
-        if tmaps is None:
-            if len(memo) >= 64:
-                memo.clear()
-            tmaps = memo[key] = (
-                spec90.operand_tmap(a.ptr, dt, a_k, d.m, d.k, lds[0], bm, bk),
-                spec90.operand_tmap(b.ptr, dt, b_k, d.n, d.k, lds[1], bn, bk, knobs["cluster"]))
-        ta, tb = tmaps
-        sms = self.__dict__.get("_sms")
-        if sms is None:
-            sms = self._sms = sm_count(a.device)
-        cl = knobs["cluster"]
-        if cl == 1:
-            grid = (max(1, min(spec90.num_tiles(d.m, d.n, tile), sms)), 1, 1)
-        else:
-            # one work unit = a column-aligned pair of tiles; never more clusters than fit at once
-            units = -(-math.ceil(d.m / bm) // cl) * math.ceil(d.n / bn)
-            grid = (cl * max(1, min(units, _max_active_clusters(lk, sms // cl))), 1, 1)
-        epi = spec90.epi_word(self._act, c.ptr, c.strides[0], c.strides[1], d.m,
-                              d.out_dtype.itemsize, None if not hb else pbias, bs)
-        lk.launch(grid, [ta, tb, c.ptr, pbias, d.m, d.n, d.k, c.strides[0], c.strides[1], bs,
-                         d.alpha, d.beta, hb, epi], stream)
