@@ -201,12 +201,12 @@ def test_launch_arguments(monkeypatch, tile):
     ta, tb = args[:2]
     assert ta == spec90.operand_tmap(BASE, "bf16", True, m, k, k, 128)
     assert tb == spec90.operand_tmap(BASE + (1 << 30), "bf16", True, n, k, 4104, 256, 64, cl)
-    assert args[2:] == [c.ptr, bias.ptr, m, n, k, n, 1, 1, 2.0, 0.5, 1,
+    assert args[2:] == [c.ptr, bias.ptr, c.ptr, c.ptr, m, n, k, n, 1, 1, 0, 0, 2.0, 0.5, 1,
                         spec90.ACT_CODES["gelu"] | spec90.EPI_PAIRS]
     pack = ArgPack(spec90.GEMM_SM90.params)
     slots = (ctypes.c_void_p * len(args)).from_address(pack.set(args))
     assert ctypes.string_at(slots[0], 128) == ta and ctypes.string_at(slots[1], 128) == tb
-    assert ctypes.c_int32.from_address(slots[13]).value == args[13]
+    assert ctypes.c_int32.from_address(slots[17]).value == args[17]
 
 
 # ------------------------------------------------------------------------------ tmap ABI
@@ -281,7 +281,6 @@ import cutlass, cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync
 from cutlass.cute.runtime import make_fake_stream, make_ptr
 from baracuda_dsl.kernels import gemm_sm90 as K
-from baracuda_dsl.kernels.gemm_simt import TYPES
 
 
 def words(ir):
@@ -298,7 +297,8 @@ def words(ir):
 
 
 def probe(dtype, kmajor, rows, k, ld, rows_tile, stages, mcast):
-    T = TYPES[dtype]
+    T = K.TYPES[dtype]
+    bk = 128 // (T.width // 8)
 
     @cute.kernel
     def kern(t: cute.CopyAtom):
@@ -308,7 +308,7 @@ def probe(dtype, kmajor, rows, k, ld, rows_tile, stages, mcast):
 
     @cute.jit
     def launch(p: cute.Pointer, stream):
-        atom, coord = K.operand_tma(T, kmajor, p, rows, k, ld, rows_tile, 64, stages, mcast)
+        atom, coord = K.operand_tma(T, kmajor, p, rows, k, ld, rows_tile, bk, stages, mcast)
         types.append((str(coord.type), str(K._coord_tensor(kmajor, rows, k).type)))
         kern(atom).launch(grid=[1, 1, 1], block=[32, 1, 1], stream=stream)
 
@@ -333,6 +333,9 @@ CASES = [
     ("bf16", True, 3, 8, 2 ** 33 + 8, 128, 6, 1),     # a leading dim beyond 32-bit byte strides
     ("bf16", True, 14336, 4096, 4096, 256, 4, 2),     # the cluster SKUs' multicast b
     ("f16", False, 4096, 1000, 4096, 256, 4, 2),
+    ("e4m3", True, 1000, 4096, 4096, 128, 6, 1),      # fp8: 128-element swizzle rows
+    ("e5m2", True, 14336, 4112, 4112, 256, 4, 1),
+    ("e4m3", True, 7, 16, 16, 128, 6, 1),
 ]
 
 
@@ -349,8 +352,9 @@ def test_host_tmap_matches_dsl(tmp_path):
     addr = 0x7F00_1234_5670
     for case, (words, (dsl_coord, our_coord)) in zip(CASES, res):
         dt, kmajor, rows, k, ld, rows_tile, _, mcast = case
+        bk = 128 // spec90.ITEMSIZE[dt]
         ours = list(struct.unpack("<16Q", spec90.operand_tmap(addr, dt, kmajor, rows, k, ld,
-                                                              rows_tile, 64, mcast)))
+                                                              rows_tile, bk, mcast)))
         assert words[0] is None                      # the address is the only run-time word
         assert ours[1:] == words[1:], (case, [hex(x) for x in ours], words)
         assert ours[0] == ((addr // 16) & ((1 << 53) - 1)) << 4
@@ -362,6 +366,8 @@ def test_host_tmap_matches_dsl(tmp_path):
 
 # ------------------------------------------------------------------------------ compile
 SAMPLES = [dict(dtype="bf16", out="bf16", a_major="k", b_major="k", tile="128x256", cluster=1),
+           dict(dtype="e4m3", b="e5m2", out="bf16", a_major="k", b_major="k", tile="128x256",
+                cluster=1),
            dict(dtype="f16", out="f32", a_major="m", b_major="n", tile="128x128", cluster=1),
            dict(dtype="bf16", out="f32", a_major="k", b_major="n", tile="128x256", cluster=2)]
 

@@ -2,13 +2,16 @@
 
     c[i, j] = act(alpha · Σ_p a[i, p] · b[p, j] + beta · c[i, j] + bias[j])
 
-f16 / bf16 inputs, f32 accumulation; c and bias in the input dtype or f32.
+f16 / bf16 inputs, f32 accumulation; c and bias in the input dtype or f32.  fp8 SKUs (a, b in
+e4m3 / e5m2, both k-major; c and bias bf16 / f16 / f32) scale the accumulator first:
+alpha · sa[i·sas] · sb[j·sbs] · Σ_p a[i, p] · b[p, j].
 
 Kernel parameters (``templates.gemm_sm90``): ``ta`` / ``tb`` are CUtensorMap descriptors (by
 value, 128 bytes) of a seen as (m, k) and b seen as (n, k) — 2-D, 64 elements along the
 operand's contiguous dim × (tile rows | 64), 128-byte swizzle, zero fill out of bounds; the host
-encodes them with ``templates.gemm_sm90.operand_tmap`` — followed by c, bias, m, n, k, c
-strides, bias stride, alpha, beta, has_bias and ``epi`` (activation code | paired-store bit).
+encodes them with ``templates.gemm_sm90.operand_tmap`` — followed by c, bias, the fp8 scale
+vectors sa / sb, m, n, k, c strides, bias stride, scale strides, alpha, beta, has_bias and
+``epi`` (activation code | paired-store bit).
 
 Structure (384 threads, one CTA per SM, persistent over the output tiles):
 
@@ -37,8 +40,12 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass import Float32, Int32, Int64
 from cutlass.cute.nvgpu import cpasync, warpgroup
 
-from ..templates.gemm_sm90 import ACT_CODES, EPI_PAIRS, GROUP_M, THREADS, TILES, smem_bytes
-from .gemm_simt import TYPES, activation, epilogue_value
+from ..templates.gemm_sm90 import (ACT_CODES, EPI_PAIRS, GROUP_M, THREADS, TILES, block_k,
+                                   smem_bytes)
+from .gemm_simt import TYPES as _TYPES, activation, epilogue_value
+
+#: dtype knob -> DSL element type (the 16-bit and f32 types of gemm_simt plus fp8)
+TYPES = dict(_TYPES, e4m3=cutlass.Float8E4M3FN, e5m2=cutlass.Float8E5M2)
 
 PRODUCER_REGS = 40
 CONSUMER_REGS = 232
@@ -105,6 +112,26 @@ def _store_pair(a0, a1, pc: cute.Pointer, pbias: cute.Pointer, off: Int64, col, 
         epilogue_value(a0, pc, pbias, off, Int64(col), alpha, beta, use_beta, has_bias, act, OT)
 
 
+@cute.jit
+def _apply_scales(acc, tCcC, psa: cute.Pointer, psb: cute.Pointer, sas: Int64, sbs: Int64, m, n):
+    """fp8 dequantisation: acc[i] *= sa[row · sas] · sb[col · sbs] (indices clamped into the
+    matrix, so padding elements of edge tiles read valid scales); one product for per-tensor
+    scales (both strides 0)."""
+    if (sas == Int64(0)) & (sbs == Int64(0)):
+        s = Float32(cute.make_tensor(psa, cute.make_layout(1))[0]) * Float32(
+            cute.make_tensor(psb, cute.make_layout(1))[0])
+        for i in cutlass.range_constexpr(cute.size(acc)):
+            acc[i] = acc[i] * s
+    else:
+        for i in cutlass.range_constexpr(cute.size(acc)):
+            ci = tCcC[i]
+            r = Int64(cutlass.min(ci[0], m - 1))
+            c = Int64(cutlass.min(ci[1], n - 1))
+            sa = cute.make_tensor(psa + r * sas, cute.make_layout(1))[0]
+            sb = cute.make_tensor(psb + c * sbs, cute.make_layout(1))[0]
+            acc[i] = acc[i] * (Float32(sa) * Float32(sb))
+
+
 def operand_tma(T, kmajor: bool, ptr, rows, k, ld, rows_tile: int, bk: int, stages: int,
                 mcast: int = 1):
     """TMA load atom (its descriptor is what ``templates.gemm_sm90.operand_tmap`` encodes on the
@@ -121,10 +148,13 @@ def operand_tma(T, kmajor: bool, ptr, rows, k, ld, rows_tile: int, bk: int, stag
 
 def build(knobs: dict):
     T = TYPES[knobs["dtype"]]
+    TB = TYPES[knobs.get("b", knobs["dtype"])]
+    FP8 = T.width == 8
     OT = TYPES[knobs["out"]]
     a_k = knobs["a_major"] == "k"
     b_k = knobs["b_major"] == "k"
-    bM, bN, bK, ST = TILES[knobs["tile"]]
+    bM, bN, _, ST = TILES[knobs["tile"]]
+    bK = block_k(knobs["tile"], knobs["dtype"])
     CL = int(knobs.get("cluster", 1))     # CTAs per cluster along m (B multicast over them)
     GM = GROUP_M // CL                    # rasterisation group, in cluster rows
     SMEM = smem_bytes(knobs["tile"])
@@ -137,12 +167,13 @@ def build(knobs: dict):
     class Storage:
         bars: cute.struct.MemRange[Int64, ST * 2]
         sA: cute.struct.Align[cute.struct.MemRange[T, bM * bK * ST], 1024]
-        sB: cute.struct.Align[cute.struct.MemRange[T, bN * bK * ST], 1024]
+        sB: cute.struct.Align[cute.struct.MemRange[TB, bN * bK * ST], 1024]
 
     @cute.kernel
     def kernel(tma_a: cute.CopyAtom, tma_b: cute.CopyAtom, pc: cute.Pointer,
-               pbias: cute.Pointer, m: Int32, n: Int32, k: Int32, csm: Int64, csn: Int64,
-               bs: Int64, alpha: Float32, beta: Float32, has_bias: Int32, epi: Int32):
+               pbias: cute.Pointer, psa: cute.Pointer, psb: cute.Pointer, m: Int32, n: Int32,
+               k: Int32, csm: Int64, csn: Int64, bs: Int64, sas: Int64, sbs: Int64,
+               alpha: Float32, beta: Float32, has_bias: Int32, epi: Int32):
         tidx, _, _ = cute.arch.thread_idx()
         act = epi & 3
         pairs = (epi & EPI_PAIRS) != 0
@@ -158,7 +189,7 @@ def build(knobs: dict):
         smem = cutlass.utils.SmemAllocator()
         st = smem.allocate(Storage)
         lsa = _smem_layout(T, a_k, bM, bK, ST)
-        lsb = _smem_layout(T, b_k, bN, bK, ST)
+        lsb = _smem_layout(TB, b_k, bN, bK, ST)
         sA = st.sA.get_tensor(lsa.outer, swizzle=lsa.inner)
         sB = st.sB.get_tensor(lsb.outer, swizzle=lsb.inner)
 
@@ -226,7 +257,7 @@ def build(knobs: dict):
                 pipe.producer_tail(state)
         else:
             cute.arch.setmaxregister_increase(CONSUMER_REGS)
-            tiled_mma = sm90_utils.make_trivial_tiled_mma(T, T, A_MODE, B_MODE, Float32,
+            tiled_mma = sm90_utils.make_trivial_tiled_mma(T, TB, A_MODE, B_MODE, Float32,
                                                           (2, 1, 1), tiler_mn=(64, bN))
             ctid = Int32(tidx) - 128
             thr = tiled_mma.get_slice(ctid)
@@ -271,6 +302,8 @@ def build(knobs: dict):
 
                 # ---- epilogue straight from the accumulators, predicated on m / n
                 tCcC = tCcC_all[(None, None, None, tm, tn)]
+                if cutlass.const_expr(FP8):
+                    _apply_scales(acc, tCcC, psa, psb, sas, sbs, m, n)
                 for ai in cutlass.range_constexpr(len(ACTS)):
                     if act == ACTS[ai][1]:
                         if pairs:
@@ -294,28 +327,30 @@ def build(knobs: dict):
 
     @cute.jit
     def launch(pa: cute.Pointer, pb: cute.Pointer, pc: cute.Pointer, pbias: cute.Pointer,
-               m: Int32, n: Int32, k: Int32, lda: Int64, ldb: Int64, csm: Int64, csn: Int64,
-               bs: Int64, alpha: Float32, beta: Float32, has_bias: Int32, epi: Int32,
-               grid: Int32, stream):
-        lda = cute.assume(lda, divby=8)
-        ldb = cute.assume(ldb, divby=8)
+               psa: cute.Pointer, psb: cute.Pointer, m: Int32, n: Int32, k: Int32, lda: Int64,
+               ldb: Int64, csm: Int64, csn: Int64, bs: Int64, sas: Int64, sbs: Int64,
+               alpha: Float32, beta: Float32, has_bias: Int32, epi: Int32, grid: Int32, stream):
+        lda = cute.assume(lda, divby=128 // T.width)
+        ldb = cute.assume(ldb, divby=128 // TB.width)
         tma_a, _ = operand_tma(T, a_k, pa, m, k, lda, bM, bK, ST)
-        tma_b, _ = operand_tma(T, b_k, pb, n, k, ldb, bN, bK, ST, CL)
+        tma_b, _ = operand_tma(TB, b_k, pb, n, k, ldb, bN, bK, ST, CL)
         if cutlass.const_expr(CL == 1):
-            kernel(tma_a, tma_b, pc, pbias, m, n, k, csm, csn, bs, alpha, beta, has_bias,
-                   epi).launch(grid=[grid, 1, 1], block=[THREADS, 1, 1], smem=SMEM,
-                               min_blocks_per_mp=1, stream=stream)
+            kernel(tma_a, tma_b, pc, pbias, psa, psb, m, n, k, csm, csn, bs, sas, sbs, alpha,
+                   beta, has_bias, epi).launch(grid=[grid, 1, 1], block=[THREADS, 1, 1],
+                                               smem=SMEM, min_blocks_per_mp=1, stream=stream)
         else:
-            kernel(tma_a, tma_b, pc, pbias, m, n, k, csm, csn, bs, alpha, beta, has_bias,
-                   epi).launch(grid=[grid, 1, 1], block=[THREADS, 1, 1], cluster=[CL, 1, 1],
-                               smem=SMEM, min_blocks_per_mp=1, stream=stream)
+            kernel(tma_a, tma_b, pc, pbias, psa, psb, m, n, k, csm, csn, bs, sas, sbs, alpha,
+                   beta, has_bias, epi).launch(grid=[grid, 1, 1], block=[THREADS, 1, 1],
+                                               cluster=[CL, 1, 1], smem=SMEM,
+                                               min_blocks_per_mp=1, stream=stream)
 
     from cutlass.cute.runtime import make_fake_stream, make_ptr
 
     def ptr(t, align):
         return make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=align)
 
-    args = [ptr(T, 16), ptr(T, 16), ptr(OT, OT.width // 8), ptr(OT, OT.width // 8),
-            Int32(1), Int32(1), Int32(1), Int64(8), Int64(8), Int64(8), Int64(8), Int64(8),
-            Float32(1.0), Float32(0.0), Int32(0), Int32(0), Int32(CL), make_fake_stream()]
+    args = [ptr(T, 16), ptr(TB, 16), ptr(OT, OT.width // 8), ptr(OT, OT.width // 8),
+            ptr(Float32, 4), ptr(Float32, 4), Int32(1), Int32(1), Int32(1), Int64(16),
+            Int64(16), Int64(8), Int64(8), Int64(8), Int64(0), Int64(0), Float32(1.0),
+            Float32(0.0), Int32(0), Int32(0), Int32(CL), make_fake_stream()]
     return launch, args

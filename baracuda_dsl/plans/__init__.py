@@ -76,6 +76,7 @@ from . import linear_cross_entropy as _linear_cross_entropy  # noqa: E402
 from . import softmax as _softmax  # noqa: E402
 from . import gemm_batched as _gemm_batched  # noqa: E402
 from . import gemm_int as _gemm_int  # noqa: E402
+from . import gemm_fp8 as _gemm_fp8  # noqa: E402
 
 
 def _export(*modules) -> None:
@@ -88,6 +89,6 @@ def _export(*modules) -> None:
 
 
 _export(_layout, _pad, _indexing, _embedding, _segment, _random, _loss_row, _ctc, _gemm, _loss_pointwise, _cross_entropy,
-        _linear_cross_entropy, _softmax, _gemm_batched, _gemm_int)
+        _linear_cross_entropy, _softmax, _gemm_batched, _gemm_int, _gemm_fp8)
 __all__ += ["contiguize"]
 from .layout import contiguize  # noqa: E402,F401

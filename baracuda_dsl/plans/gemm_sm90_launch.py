@@ -63,15 +63,19 @@ def tma_layout(view, rows: int, cols: int, s_rows: int, s_cols: int):
     return None
 
 
-def launch_sm90(plan, lk, knobs, a, b, c, pbias, bs, hb, lds, stream) -> None:
+def launch_sm90(plan, lk, knobs, a, b, c, pbias, bs, hb, lds, stream, scales=None) -> None:
     """Encode (or reuse) the two operand descriptors of ``plan``'s problem and launch the
-    persistent ``gemm_sm90`` kernel ``lk`` (grid = min(work units, resident CTAs / clusters))."""
+    persistent ``gemm_sm90`` kernel ``lk`` (grid = min(work units, resident CTAs / clusters)).
+    ``scales`` = (sa pointer, sa stride, sb pointer, sb stride) for the fp8 SKUs; alpha, beta
+    and the activation come from ``plan.desc`` / ``plan._act`` when it has them (else 1, 0,
+    none)."""
     from ..runtime.device import sm_count
 
     d = plan.desc
     tile = knobs["tile"]
-    bm, bn, bk = spec90.TILES[tile][:3]
+    bm, bn = spec90.TILES[tile][:2]
     dt = knobs["dtype"]
+    bk = spec90.block_k(tile, dt)
     a_k = knobs["a_major"] == "k"
     b_k = knobs["b_major"] == "k"
     # descriptors memoised per (pointers, leading dims, SKU): a repeated call re-encodes none
@@ -83,7 +87,8 @@ def launch_sm90(plan, lk, knobs, a, b, c, pbias, bs, hb, lds, stream) -> None:
             memo.clear()
         tmaps = memo[key] = (
             spec90.operand_tmap(a.ptr, dt, a_k, d.m, d.k, lds[0], bm, bk),
-            spec90.operand_tmap(b.ptr, dt, b_k, d.n, d.k, lds[1], bn, bk, knobs["cluster"]))
+            spec90.operand_tmap(b.ptr, knobs.get("b", dt), b_k, d.n, d.k, lds[1], bn, bk,
+                                knobs["cluster"]))
     ta, tb = tmaps
     sms = plan.__dict__.get("_sms")
     if sms is None:
@@ -95,7 +100,10 @@ def launch_sm90(plan, lk, knobs, a, b, c, pbias, bs, hb, lds, stream) -> None:
         # one work unit = a column-aligned pair of tiles; never more clusters than fit at once
         units = -(-math.ceil(d.m / bm) // cl) * math.ceil(d.n / bn)
         grid = (cl * max(1, min(units, _max_active_clusters(lk, sms // cl))), 1, 1)
-    epi = spec90.epi_word(plan._act, c.ptr, c.strides[0], c.strides[1], d.m,
+    act = getattr(plan, "_act", "none")
+    epi = spec90.epi_word(act, c.ptr, c.strides[0], c.strides[1], d.m,
                           d.out_dtype.itemsize, None if not hb else pbias, bs)
-    lk.launch(grid, [ta, tb, c.ptr, pbias, d.m, d.n, d.k, c.strides[0], c.strides[1], bs,
-                     d.alpha, d.beta, hb, epi], stream)
+    psa, sas, psb, sbs = scales if scales is not None else (c.ptr, 0, c.ptr, 0)
+    lk.launch(grid, [ta, tb, c.ptr, pbias, psa, psb, d.m, d.n, d.k, c.strides[0],
+                     c.strides[1], bs, sas, sbs, getattr(d, "alpha", 1.0),
+                     getattr(d, "beta", 0.0), hb, epi], stream)

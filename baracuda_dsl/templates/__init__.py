@@ -25,3 +25,4 @@ from . import gemm_sm90  # noqa: F401
 from . import softmax  # noqa: F401
 from . import gemm_tf32  # noqa: F401
 from . import gemm_int8  # noqa: F401
+from . import gemm_fp8  # noqa: F401
