@@ -233,3 +233,108 @@ def test_grouped_empty():
     z.run(GroupedGemmArgs([tv((0, 3), float32), tv((3, 3), float32)],
                           [tv((3, 3), float32), tv((3, 0), float32)],
                           [tv((0, 3), float32), tv((3, 0), float32)]))
+
+
+# ------------------------------------------------------------------ batched gemm_mma launch
+class _FakeKernel:
+    def __init__(self, log, template, knobs):
+        self.log, self.template, self.knobs = log, template, knobs
+
+    def launch(self, grid, args, stream):
+        self.log.append((self.template.name, dict(self.knobs), tuple(grid), list(args), stream))
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    from baracuda_dsl.plan import Plan
+
+    log = []
+    monkeypatch.setattr(Plan, "_kernel", lambda self, t, kn, dev: _FakeKernel(log, t, kn))
+    return log
+
+
+def test_batched_one_launch(launches, record):
+    B, m, n, k = 7, 16, 64, 96
+    p = BatchedGemmPlan.select(BatchedGemmDescriptor(B, m, n, k, "bf16", alpha=2.0, beta=0.5,
+                                                     epilogue="bias_relu"), PREF)
+    assert p.gemm_plan.splits == 1 and p.workspace_size() == 0
+    a = tv((B, m, k), bfloat16, (0, k, 1))                            # broadcast a
+    b = tv((B, k, n), bfloat16, (k * n + 64, 1, k), off=1 << 16)      # per entry, k-major
+    c = tv((B, m, n), bfloat16, (m * n + 3, 1, m), off=1 << 18)       # strided c, odd stride
+    bias = tv((B, n), bfloat16, (n + 1, 1), off=1 << 19)
+    args = BatchedGemmArgs(a, b, c, bias)
+    t, kn, batched = p.kernel_for(args)
+    assert t.name == "gemm_mma" and batched and kn["tile"] == "16x32"
+    p.run(args, stream=9)
+    assert record == []                                               # no per-entry loop
+    (name, kn, grid, la, s), = launches
+    assert name == "gemm_mma" and kn["act"] == "relu" and kn["out"] == "bf16" and s == 9
+    assert grid == (2, B, 1)
+    assert la == [a.ptr, b.ptr, c.ptr, bias.ptr, m, n, k, k, k, 1, m, 1, 2.0, 0.5, 1,
+                  0, k * n + 64, m * n + 3, n + 1, k]
+    launches.clear()
+    # shared bias (n,): bias batch offset 0; no bias: c's pointer, switched off
+    p.run(BatchedGemmArgs(a, b, c, tv((n,), bfloat16, off=1 << 19)))
+    assert launches[0][3][3] == BASE + (1 << 19) and launches[0][3][18] == 0
+    launches.clear()
+    q = BatchedGemmPlan.select(BatchedGemmDescriptor(B, m, n, k, "f16"), PREF)
+    a16, b16 = tv((B, m, k), float16), tv((B, k, n), float16, (0, n, 1))   # broadcast b
+    c16 = tv((B, m, n), float16)
+    q.run(BatchedGemmArgs(a16, b16, c16))
+    (_, kn, grid, la, _), = launches
+    assert kn["b_major"] == "n" and la[3] == c16.ptr and la[11] == 0 and la[14] == 0
+    assert la[15:] == [m * k, 0, m * n, 0, k]
+
+
+def test_batched_chunks(launches, record):
+    B, m = 140000, 8
+    p = BatchedGemmPlan.select(BatchedGemmDescriptor(B, m, m, m, "bf16"), PREF)
+    a = tv((B, m, m), bfloat16)
+    b = tv((B, m, m), bfloat16, (0, m, 1))
+    c = tv((B, m, m), bfloat16, off=1 << 24)
+    p.run(BatchedGemmArgs(a, b, c))
+    assert [x[2] for x in launches] == [(1, 65535, 1), (1, 65535, 1), (1, B - 2 * 65535, 1)]
+    for i, (_, _, _, la, _) in enumerate(launches):
+        z0 = i * 65535
+        assert la[0] == a.ptr + z0 * m * m * 2 and la[1] == b.ptr
+        assert la[2] == c.ptr + z0 * m * m * 2 and la[15:18] == [m * m, 0, m * m]
+    assert record == []
+
+
+def test_batched_loop_fallbacks(launches, record):
+    B, m, n, k = 3, 16, 64, 96
+    p = BatchedGemmPlan.select(BatchedGemmDescriptor(B, m, n, k, "bf16"), PREF)
+    # a batch stride of 4 elements (8 bytes): entries differ in alignment -> per-entry loop
+    a = tv((B, m, k), bfloat16, (m * k + 4, k, 1))
+    args = BatchedGemmArgs(a, tv((B, k, n), bfloat16), tv((B, m, n), bfloat16))
+    assert p.kernel_for(args)[2] is False
+    p.run(args)
+    assert len(record) == B and launches == []
+    record.clear()
+    # large entries on sm90a take the wgmma kernel: loop
+    w = BatchedGemmPlan.select(BatchedGemmDescriptor(2, 1024, 1024, 256, "bf16"), PREF)
+    wa = BatchedGemmArgs(tv((2, 1024, 256), bfloat16), tv((2, 256, 1024), bfloat16),
+                         tv((2, 1024, 1024), bfloat16))
+    assert w.kernel_for(wa)[0].name == "gemm_sm90" and w.kernel_for(wa)[2] is False
+    w.run(wa)
+    assert len(record) == 2 and launches == []
+
+
+def test_batched_split_k_only_for_batch_1(record):
+    from baracuda_dsl.vocabulary import Workspace
+
+    one = BatchedGemmPlan.select(BatchedGemmDescriptor(1, 16, 4096, 4096, "bf16"), PREF)
+    assert one.gemm_plan.splits == 4 and one.workspace_size() == 4 * 16 * 4096 * 4
+    args = BatchedGemmArgs(tv((1, 16, 4096), bfloat16), tv((1, 4096, 4096), bfloat16),
+                           tv((1, 16, 4096), bfloat16))
+    assert one.kernel_for(args)[2] is False
+    with pytest.raises(bd.WorkspaceTooSmallError):
+        one.run(args)
+    one.run(args, workspace=Workspace(1 << 30, one.workspace_size()))
+    assert len(record) == 1
+    assert BatchedGemmPlan.select(BatchedGemmDescriptor(1, 16, 4096, 4096, "bf16"), PREF,
+                                  splits=3).gemm_plan.splits == 3
+    many = BatchedGemmPlan.select(BatchedGemmDescriptor(2, 16, 4096, 4096, "bf16"), PREF)
+    assert many.gemm_plan.splits == 1 and many.workspace_size() == 0
+    with pytest.raises(bd.UnsupportedError):
+        BatchedGemmPlan.select(BatchedGemmDescriptor(2, 16, 4096, 4096, "bf16"), PREF, splits=2)

@@ -92,9 +92,16 @@ def test_sku_choice_and_tiles():
     assert big.sku().template == "gemm_mma" and kn["tile"] == "128x128" and kn["act"] == "none"
     assert big.sku().category is bd.OpCategory.GEMM
     assert big.precision_guarantee().accumulator is float32
-    small = GemmPlan.select(GemmDescriptor(200, 512, 4096, "f16", epilogue="bias_gelu"), PREF)
+    small = GemmPlan.select(GemmDescriptor(200, 512, 4096, "f16", epilogue="bias_gelu"), PREF,
+                            splits=1)
     kn = dict(small.sku().knobs)
     assert kn["tile"] == "64x64" and kn["act"] == "gelu" and kn["dtype"] == "f16"
+    assert small.splits == 1 and small.workspace_size() == 0
+    # split by default (32 CTAs): the sku is the f32 partial-product SKU
+    split = GemmPlan.select(GemmDescriptor(200, 512, 4096, "f16", epilogue="bias_gelu"), PREF)
+    kn = dict(split.sku().knobs)
+    assert split.splits == 8 and kn["tile"] == "64x64" and kn["act"] == "none"
+    assert kn["out"] == "f32" and split.sku().epilogue == "bias_gelu"
     dec = GemmPlan.select(GemmDescriptor(16, 4096, 4096, "bf16"), PREF)
     assert dict(dec.sku().knobs)["tile"] == "16x32"
     a, b, c = row(16, 4096, bfloat16), col(4096, 4096, bfloat16), row(16, 4096, bfloat16)
@@ -203,6 +210,10 @@ def test_sku_space():
     for arch in ("sm80", "sm89", "sm90a"):
         assert len(get_template("gemm_mma").skus(arch)) == 2 * 2 * 4 * (2 * 2 * 2 + 2)
         assert len(get_template("gemm_simt").skus(arch)) == 28
+        assert len(get_template("gemm_splitk_reduce").skus(arch)) == 3 * 4
+    assert spec.GEMM_SPLITK_REDUCE.family == "gemm"
+    # the mma ABI: the batch offsets and k_last follow the original parameters
+    assert [p.name for p in spec.GEMM_MMA.params][-5:] == ["za", "zb", "zc", "zbias", "k_last"]
     knobs = [dict(k) for k in get_template("gemm_mma").skus("sm90a")]
     assert {k["out"] for k in knobs if k["dtype"] == "bf16"} == {"bf16", "f32"}
 
@@ -210,6 +221,9 @@ def test_sku_space():
 SAMPLES = {
     bd.ArchSku.SM80: [("gemm_mma", dict(dtype="bf16", out="bf16", a_major="k", b_major="n",
                                          act="none", tile="128x128")),
+                      ("gemm_mma", dict(dtype="f16", out="f32", a_major="k", b_major="k",
+                                        act="none", tile="16x32")),
+                      ("gemm_splitk_reduce", dict(out="f16", act="relu")),
                       ("gemm_simt", dict(dtype="f32", out="f32", act="gelu"))],
     bd.ArchSku.SM89: [("gemm_mma", dict(dtype="f16", out="f32", a_major="m", b_major="k",
                                          act="silu", tile="64x64")),
@@ -218,6 +232,9 @@ SAMPLES = {
                       ("gemm_simt", dict(dtype="bf16", out="bf16", act="relu"))],
     bd.ArchSku.SM90A: [("gemm_mma", dict(dtype="bf16", out="f32", a_major="m", b_major="n",
                                           act="gelu", tile="64x64")),
+                       ("gemm_mma", dict(dtype="bf16", out="f32", a_major="k", b_major="k",
+                                         act="none", tile="16x32")),
+                       ("gemm_splitk_reduce", dict(out="bf16", act="silu")),
                        ("gemm_simt", dict(dtype="f64", out="f64", act="silu"))],
 }
 
@@ -236,3 +253,200 @@ def test_cross_compile(arch, monkeypatch):
     for name, knobs in SAMPLES[arch]:
         cubin, meta = compile_sku(name, freeze_knobs(knobs), arch, timeout=600)
         assert cubin and meta["entry"]
+
+
+# ------------------------------------------------------------------------------ split-K
+SM90 = bd.PlanPreference(arch=bd.ArchSku.SM90A)
+
+
+def test_split_heuristic():
+    from baracuda_dsl.plans import gemm as gm
+
+    def sel(m, n, k, pref=SM90, **kw):
+        return GemmPlan.select(GemmDescriptor(m, n, k, "bf16", **kw), pref)
+
+    # the measured small-M shapes on an H100: 128 CTAs -> 4 splits (512 CTAs, 4 per SM)
+    for m in (1, 16):
+        p = sel(m, 4096, 4096)
+        assert dict(p.sku().knobs)["tile"] == "16x32" and p.splits == 4
+        assert p.workspace_size() == 4 * m * 4096 * 4
+        assert p._ks == 1024
+    p = sel(128, 4096, 4096)
+    assert dict(p.sku().knobs)["tile"] == "64x64" and p.splits == 4 and p._ks == 1024
+    p = sel(128, 4096, 14336)
+    assert p.splits == 4 and p._ks == 3584
+    # enough CTAs (448 decode CTAs) or too little k: no split
+    assert sel(16, 14336, 4096).splits == 1 and sel(16, 14336, 4096).workspace_size() == 0
+    assert sel(16, 4096, 1023).splits == 1
+    assert sel(16, 4096, 1024).splits == 2                 # each split >= 512 of k
+    assert sel(1, 64, 1 << 20).splits == gm.SPLIT_MAX       # capped
+    # sm80: 108 SMs x 3 CTAs; sm89: 84 x 2 (the 128-CTA decode grid is not split there)
+    assert sel(16, 4096, 4096, PREF).splits == 324 // 128
+    assert sel(16, 4096, 4096, bd.PlanPreference(arch=bd.ArchSku.SM89)).splits == 1
+    assert sel(16, 2048, 4096, bd.PlanPreference(arch=bd.ArchSku.SM89)).splits == 2
+    # residue: k not a multiple of the split: the last split is shorter
+    p = sel(16, 4096, 4100)
+    assert p.splits == 4 and p._ks == 1152 and 4100 - 3 * 1152 == 644
+    # the workspace budget turns the default split off
+    assert sel(16, 4096, 4096, bd.PlanPreference(arch=bd.ArchSku.SM90A,
+                                                  max_workspace_bytes=1024)).splits == 1
+    # wgmma / SIMT / tf32 / f64 routes are never split; empty problems neither
+    assert sel(4096, 4096, 4096).splits == 1
+    assert GemmPlan.select(GemmDescriptor(16, 64, 8192, "f32"), SM90).splits == 1
+    assert GemmPlan.select(GemmDescriptor(16, 64, 8192, "f32", allow_tf32=True),
+                           SM90).splits == 1
+    assert sel(0, 64, 8192).splits == 1 and sel(16, 0, 8192).workspace_size() == 0
+    assert sel(16, 64, 0).splits == 1
+    # workspace rows are padded to 4 f32 (16-byte vectors)
+    p = sel(3, 30, 4096)
+    assert p.splits > 1 and p.workspace_size() == -(-p.splits * 3 * 32 * 4 // 256) * 256
+
+
+def test_forced_splits():
+    def sel(m, n, k, splits, **kw):
+        return GemmPlan.select(GemmDescriptor(m, n, k, "bf16", **kw), SM90, splits=splits)
+
+    for S in (2, 3, 8):
+        for m in (1, 16, 128):
+            for k in (64 * S + 8, 4096):
+                p = sel(m, 256, k, S)
+                assert p.splits == S, (m, k, S)
+                ks = p._ks
+                assert ks % 8 == 0 and 1 <= k - (S - 1) * ks <= ks + 8 * S
+                assert p.workspace_size() == -(-S * m * 256 * 4 // 256) * 256
+    assert sel(16, 4096, 4096, 1).splits == 1
+    # the decode tile's bK (128) when k allows it, finer otherwise
+    assert sel(16, 256, 4096, 3)._ks == 1408 and sel(16, 256, 520, 8)._ks == 72
+    with pytest.raises(bd.InvalidProblemError):
+        sel(16, 256, 20, 8)                               # k too short for 8 splits
+    for bad in (0, -1, 1.0, True, "2"):
+        with pytest.raises(bd.InvalidProblemError):
+            sel(16, 256, 4096, bad)
+    with pytest.raises(bd.UnsupportedError):
+        sel(16, 256, 4096, 65)
+    with pytest.raises(bd.UnsupportedError):
+        GemmPlan.select(GemmDescriptor(16, 256, 4096, "f32"), SM90, splits=2)
+    with pytest.raises(bd.UnsupportedError):
+        GemmPlan.select(GemmDescriptor(16, 256, 4096, "bf16"), SM90, splits=2, tile="simt")
+    with pytest.raises(bd.UnsupportedError):
+        GemmPlan.select(GemmDescriptor(4096, 4096, 4096, "bf16"), SM90, splits=2)   # wgmma
+    with pytest.raises(bd.UnsupportedError):
+        GemmPlan.select(GemmDescriptor(16, 256, 4096, "bf16"),
+                        bd.PlanPreference(arch=bd.ArchSku.SM90A, max_workspace_bytes=100),
+                        splits=2)
+    # a forced mma tile on sm90a can be split
+    assert GemmPlan.select(GemmDescriptor(4096, 4096, 4096, "bf16"), SM90, splits=2,
+                           tile="128x128").splits == 2
+
+
+def _kernel_walk(kz: int, bk: int):
+    """The k indices a gemm_mma CTA accumulates for a k extent ``kz`` (first tile partial)."""
+    ktiles = -(-kz // bk)
+    res = kz - bk * ktiles
+    out = []
+    for t in range(ktiles):
+        out += [res + t * bk + i for i in range(bk) if 0 <= res + t * bk + i < kz]
+    return out
+
+
+@pytest.mark.parametrize("k,S", [(4096, 4), (4100, 4), (520, 8), (200, 3), (24, 3), (136, 2)])
+def test_split_ranges_numpy(k, S):
+    np = pytest.importorskip("numpy")
+    from baracuda_dsl.plans.gemm import split_ranges
+    from baracuda_dsl.templates.gemm import TILES
+
+    p = GemmPlan.select(GemmDescriptor(16, 64, k, "bf16"), SM90, splits=S)
+    ks = p._ks
+    bk = TILES[dict(p.sku().knobs)["tile"]][2]
+    rng = np.random.default_rng(k)
+    a = rng.standard_normal((5, k))
+    b = rng.standard_normal((k, 7))
+    ws = np.zeros((S, 5, 8))
+    seen = []
+    for s, (k0, k1) in enumerate(split_ranges(k, S, ks)):
+        # what the kernel sees for batch index s: a + s*ks along k, k extent ks or k_last
+        kz = ks if s < S - 1 else k - (S - 1) * ks
+        assert k1 - k0 == kz >= 1
+        idx = [k0 + i for i in _kernel_walk(kz, bk)]
+        seen += idx
+        ws[s, :, :7] = a[:, idx] @ b[idx, :]
+    assert sorted(seen) == list(range(k))                 # every k exactly once
+    c = np.zeros((5, 7))
+    for s in range(S):                                     # the reduction's fixed order
+        c += ws[s, :, :7]
+    assert np.allclose(c, a @ b)
+
+
+class _FakeKernel:
+    def __init__(self, log, template, knobs):
+        self.log, self.template, self.knobs = log, template, knobs
+
+    def launch(self, grid, args, stream):
+        self.log.append((self.template.name, dict(self.knobs), tuple(grid), list(args), stream))
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    from baracuda_dsl.plan import Plan
+
+    log = []
+    monkeypatch.setattr(Plan, "_kernel", lambda self, t, kn, dev: _FakeKernel(log, t, kn))
+    return log
+
+
+def test_split_launch_args(launches):
+    from baracuda_dsl.vocabulary import Workspace
+
+    m, n, k = 16, 4100, 4104
+    p = GemmPlan.select(GemmDescriptor(m, n, k, "bf16", alpha=0.5, beta=2.0,
+                                       epilogue="bias_silu"), SM90)
+    S, ks = p.splits, p._ks
+    assert S == 4
+    a = row(m, k, bfloat16, ld=4112)
+    b = col(k, n, bfloat16, ld=4112)               # k-major b
+    c = tv((m, n), (1, 3 * m), bfloat16)           # strided c
+    bias = tv((n,), (2,), bfloat16)
+    ws_ptr = 1 << 30
+    need = p.workspace_size()
+    assert need == -(-S * m * 4100 * 4 // 256) * 256
+    with pytest.raises(bd.WorkspaceTooSmallError):
+        p.run(GemmArgs(a, b, c, bias), workspace=Workspace(ws_ptr, need - 1))
+    with pytest.raises(bd.MisalignedOperandError):
+        p.run(GemmArgs(a, b, c, bias), workspace=Workspace(ws_ptr + 8, need))
+    assert launches == []
+    p.run(GemmArgs(a, b, c, bias), stream=5, workspace=Workspace(ws_ptr, need))
+    (t1, kn1, g1, a1, s1), (t2, kn2, g2, a2, s2) = launches
+    assert t1 == "gemm_mma" and kn1["out"] == "f32" and kn1["act"] == "none"
+    assert kn1["a_major"] == "k" and kn1["b_major"] == "k" and kn1["tile"] == "16x32"
+    assert g1 == (1 * 129, S, 1) and s1 == s2 == 5
+    assert a1 == [a.ptr, b.ptr, ws_ptr, ws_ptr, m, n, ks, 4112, 4112, 4100, 1, 0, 1.0, 0.0, 0,
+                  ks, ks, m * 4100, 0, k - (S - 1) * ks]
+    assert t2 == "gemm_splitk_reduce" and kn2 == dict(out="bf16", act="silu")
+    assert g2 == (-(-(m * 4100 // 4) // 256), 1, 1)
+    assert a2 == [ws_ptr, c.ptr, bias.ptr, m, n, S, 4100, 1, 3 * m, 2, 0.5, 2.0, 1]
+    launches.clear()
+    # m-major a: its split offset is ks leading dims (the decode tile falls back to 64x64)
+    a = col(m, k, bfloat16, ld=24)
+    p.run(GemmArgs(a, b, c, bias), workspace=Workspace(ws_ptr, need))
+    kn1, g1, a1 = launches[0][1], launches[0][2], launches[0][3]
+    assert kn1["a_major"] == "m" and kn1["b_major"] == "k" and kn1["tile"] == "64x64"
+    assert a1[15:17] == [ks * 24, ks] and a1[7:9] == [24, 4112] and g1 == (65, S, 1)
+    launches.clear()
+    # unsplit: batch index 0 only, zero offsets, k_last = k
+    q = GemmPlan.select(GemmDescriptor(m, n, k, "bf16"), SM90, splits=1)
+    q.run(GemmArgs(row(m, k, bfloat16), col(k, n, bfloat16), row(m, n, bfloat16)))
+    (t, kn, g, args, _), = launches
+    assert t == "gemm_mma" and g == (129, 1, 1) and args[-5:] == [0, 0, 0, 0, k]
+    launches.clear()
+    # a SIMT-routed operand of a split plan: no split, workspace unused
+    p.run(GemmArgs(row(m, k, bfloat16, off=2), col(k, n, bfloat16), c, bias),
+          workspace=Workspace(ws_ptr, need))
+    assert [x[0] for x in launches] == ["gemm_simt"]
+
+
+def test_split_default_tiles():
+    # the 128x128 tile (>= 96 CTAs) is not split by default, only when forced
+    p = GemmPlan.select(GemmDescriptor(1024, 1536, 4096, "bf16"), PREF)
+    assert dict(p.sku().knobs)["tile"] == "128x128" and p.splits == 1
+    q = GemmPlan.select(GemmDescriptor(1024, 1536, 4096, "bf16"), PREF, splits=2)
+    assert q.splits == 2 and q._ks == 2048 and q.workspace_size() == 2 * 1024 * 1536 * 4

@@ -6,6 +6,7 @@ outputs.  Error metric ‖out − ref‖ / ‖ref‖ with tolerances by input dt
 import math
 
 import pytest
+from _gpu_helpers import bytes_equal
 
 pytestmark = pytest.mark.gpu
 
@@ -65,7 +66,8 @@ def _run(m, n, k, dtype, *, a_t=False, b_t=False, alpha=1.0, beta=0.0, epilogue=
                                           beta=beta, epilogue=epilogue), tile=tile)
     args = GemmArgs(a, b, c, bias)
     name = plan.kernel_for(args)[0].name
-    plan.run(args)
+    ws = torch.empty((plan.workspace_size(),), device="cuda", dtype=torch.uint8)  # split-K
+    plan.run(args, workspace=ws)
     torch.cuda.synchronize()
     ref = _ref(torch, a, b, c_old, bias, alpha, beta, epilogue)
     if m and n:
@@ -177,3 +179,77 @@ def test_large_and_decode_defaults():
         for b_t in (False, True):
             assert _run(m, 4096, 1024, "bfloat16", b_t=b_t, beta=0.5) == "gemm_mma"
     assert _run(8, 520, 264, "float16", a_t=True, tile="16x32") == "gemm_mma"  # 64x64 serves
+
+
+# ------------------------------------------------------------------------------ split-K
+EPILOGUES = ["identity", "bias", "bias_relu", "bias_gelu", "bias_silu"]
+
+
+def _run_split(torch, m, n, k, dtype, splits, *, epilogue="identity", beta=0.0, alpha=1.0,
+               out_dtype=None, b_t=False, c_layout="row", seed=0):
+    """Run a split-K GemmPlan twice (bitwise-identical results required); return c."""
+    _, GemmArgs, GemmDescriptor, GemmPlan = _mods()
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    tdt = getattr(torch, dtype)
+    odt = tdt if out_dtype is None else getattr(torch, out_dtype)
+    a = torch.randn((m, k), generator=gen, device="cuda").to(tdt)
+    b = torch.randn((n, k) if b_t else (k, n), generator=gen, device="cuda").to(tdt)
+    b = b.t() if b_t else b
+    if c_layout == "row":
+        c = torch.empty((m, n), device="cuda", dtype=odt)
+    elif c_layout == "strided":
+        c = torch.empty((m, 2 * n + 1), device="cuda", dtype=odt)[:, 1::2]
+    else:
+        c = torch.empty((n, m), device="cuda", dtype=odt).t()
+    c.copy_(torch.randn((m, n), generator=gen, device="cuda"))
+    bias = None
+    if epilogue != "identity":
+        bias = torch.randn((n,), generator=gen, device="cuda").to(odt)
+    plan = GemmPlan.select(GemmDescriptor(m, n, k, dtype, out_dtype=out_dtype, alpha=alpha,
+                                          beta=beta, epilogue=epilogue), splits=splits)
+    if splits is not None:
+        assert plan.splits == splits
+    c0 = c.clone()
+    outs = []
+    for _ in range(2):
+        c.copy_(c0)
+        if beta == 0:
+            c.fill_(float("nan"))                       # poisoned: must not be read
+        ws = torch.full((max(plan.workspace_size(), 1),), 0x7F, device="cuda",
+                        dtype=torch.uint8)              # poisoned workspace
+        args = GemmArgs(a, b, c, bias)
+        assert plan.kernel_for(args)[0].name == "gemm_mma"
+        plan.run(args, workspace=ws)
+        torch.cuda.synchronize()
+        outs.append(c.clone())
+    assert bytes_equal(torch, outs[0], outs[1]), "split-K is not deterministic"
+    ref = _ref(torch, a, b, c0, bias, alpha, beta, epilogue)
+    assert torch.isfinite(c).all(), (m, n, k, splits)
+    err = _rel(torch, c, ref)
+    tol = max(TOL[dtype], TOL[out_dtype or dtype])
+    assert err <= tol, (m, n, k, dtype, splits, epilogue, err)
+    return plan
+
+
+@pytest.mark.parametrize("splits", [2, 3, 8])
+def test_split_k_forced(splits):
+    torch, *_ = _mods()
+    for m in (1, 16, 128):
+        for k in (64 * splits + 8, 4096):
+            for i, epi in enumerate(EPILOGUES):
+                _run_split(torch, m, 136, k, "bfloat16", splits, epilogue=epi,
+                           beta=0.0 if i % 2 else -0.75, alpha=1.25 if i == 3 else 1.0,
+                           c_layout=("row", "strided", "col")[i % 3], seed=i)
+    # f16, f32 output, k-major b, n not a multiple of 4 (padded workspace rows)
+    _run_split(torch, 16, 90, 1000, "float16", splits, out_dtype="float32", b_t=True,
+               epilogue="bias_gelu", beta=0.5)
+    _run_split(torch, 33, 90, 64 * splits + 8, "float16", splits, b_t=True)
+
+
+def test_split_k_default_decode():
+    torch, *_ = _mods()
+    for m in (1, 16):
+        p = _run_split(torch, m, 4096, 4096, "bfloat16", None, epilogue="bias", beta=0.5)
+        assert p.splits > 1 or p.sku().arch.value != "sm90a"
+    p = _run_split(torch, 128, 1024, 4104, "bfloat16", None, epilogue="bias_silu")
+    assert p.splits > 1

@@ -46,7 +46,11 @@ def test_sku_space():
 
     t = get_template("gemm_sm90")
     assert t.family == "gemm"
-    assert len(t.skus("sm90a")) == 2 * 2 * 2 * 2 * 2 + 2 * 2 * 2 == 40
+    assert len(t.skus("sm90a")) == 2 * 2 * 2 * 2 * 2 + 2 * 2 * 2 + 3 * 3 * 2 == 58
+    fp8 = [dict(k) for k in t.skus("sm90a") if dict(k)["dtype"] in ("e4m3", "e5m2")]
+    assert len(fp8) == 18 and all(k["a_major"] == k["b_major"] == "k" for k in fp8)
+    assert {(k["dtype"], k["b"]) for k in fp8} == set(spec90.FP8_PAIRS)
+    assert spec90.block_k("128x256", "e4m3") == 128 and spec90.block_k("128x256", "bf16") == 64
     assert t.skus("sm80") == () and t.skus("sm89") == ()
     assert {dict(k)["tile"] for k in t.skus("sm90a")} == {"128x128", "128x256"}
     c2 = [dict(k) for k in t.skus("sm90a") if dict(k)["cluster"] == 2]

@@ -9,7 +9,14 @@ strides (csm, csn); ``bias`` (n,) stride ``bs``, read when ``has_bias``; c is re
 beta != 0.  Runs on sm80, sm89 and sm90a (on Hopper it is the pre-wgmma path: expect roughly
 half to two thirds of cuBLAS there; the wgmma/TMA kernel of issue 7 replaces it on sm90a).
 
-Structure (per CTA tile bM × bN, grouped rasterisation of a 1-D grid for L2 reuse):
+Batch index ``z = block_idx.y`` (grid (tiles, batches, 1)): entry z reads a + z·za, b + z·zb,
+bias + z·zbias and writes c + z·zc (element offsets, Int64; 0 broadcasts an operand); the last
+entry of the launch (z = grid_dim.y - 1) has k extent ``k_last`` instead of k (split-K: every
+split but the last is k long, the last takes the residue).  ``BatchedGemmPlan`` launches its
+entries this way; ``GemmPlan``'s split-K launches its splits this way (into an f32 workspace,
+reduced by ``gemm_splitk``).
+
+Structure (per CTA tile bM × bN, grouped rasterisation of block_idx.x for L2 reuse):
 
 * global → shared: 16-byte ``cp.async`` vectors along each operand's contiguous dimension into
   ``stages`` swizzled shared buffers (bank-conflict-free for ``ldmatrix``).  Rows / columns past
@@ -19,10 +26,10 @@ Structure (per CTA tile bM × bN, grouped rasterisation of a 1-D grid for L2 reu
   over the k blocks of a tile, overlapping the next tile's ``cp.async``.
 * epilogue straight from the accumulators, element-wise and predicated (any c strides).
 
-Caller contract (checked by ``GemmPlan``): k >= 1; base pointers 16-byte aligned; ``lda``,
-``ldb`` multiples of 8 elements; the contiguous extent of each operand (k for k-major, m / n
-otherwise) a multiple of 8, so a 16-byte vector is either fully inside or fully outside the
-operand and nothing outside the operands is ever read.
+Caller contract (checked by ``GemmPlan``): k >= 1 and k_last >= 1; base pointers (of every
+batch entry) 16-byte aligned; ``lda``, ``ldb`` multiples of 8 elements; the contiguous extent of
+each operand (k / k_last for k-major, m / n otherwise) a multiple of 8, so a 16-byte vector is
+either fully inside or fully outside the operand and nothing outside the operands is ever read.
 """
 
 from __future__ import annotations
@@ -76,9 +83,19 @@ def build(knobs: dict):
     @cute.kernel
     def kernel(pa: cute.Pointer, pb: cute.Pointer, pc: cute.Pointer, pbias: cute.Pointer,
                m: Int32, n: Int32, k: Int32, lda: Int64, ldb: Int64, csm: Int64, csn: Int64,
-               bs: Int64, alpha: Float32, beta: Float32, has_bias: Int32):
+               bs: Int64, alpha: Float32, beta: Float32, has_bias: Int32, za: Int64,
+               zb: Int64, zc: Int64, zbias: Int64, k_last: Int32):
         tidx, _, _ = cute.arch.thread_idx()
-        bid, _, _ = cute.arch.block_idx()
+        bid, bz, _ = cute.arch.block_idx()
+        _, nz, _ = cute.arch.grid_dim()
+        # ---- batch index block_idx.y: element offsets of this entry's operands (0 broadcasts);
+        # the last entry of the launch has k extent k_last (split-K residue)
+        z = Int64(bz)
+        pa = pa + z * za
+        pb = pb + z * zb
+        pc = pc + z * zc
+        pbias = pbias + z * zbias
+        k = cutlass.select_(Int32(bz) == Int32(nz) - Int32(1), k_last, k)
         # ---- grouped rasterisation of the 1-D grid (templates.gemm.raster is the reference)
         tiles_m = (m + bM - 1) // bM
         tiles_n = (n + bN - 1) // bN
@@ -255,11 +272,13 @@ def build(knobs: dict):
     @cute.jit
     def launch(pa: cute.Pointer, pb: cute.Pointer, pc: cute.Pointer, pbias: cute.Pointer,
                m: Int32, n: Int32, k: Int32, lda: Int64, ldb: Int64, csm: Int64, csn: Int64,
-               bs: Int64, alpha: Float32, beta: Float32, has_bias: Int32, stream):
+               bs: Int64, alpha: Float32, beta: Float32, has_bias: Int32, za: Int64,
+               zb: Int64, zc: Int64, zbias: Int64, k_last: Int32, batches: Int32, stream):
         grid = ((m + bM - 1) // bM) * ((n + bN - 1) // bN)
         kernel(pa, pb, pc, pbias, m, n, k, lda, ldb, csm, csn, bs, alpha, beta,
-               has_bias).launch(grid=[grid, 1, 1], block=[THREADS, 1, 1],
-                                smem=ST * (bM + bN) * bK * 2 + 128, stream=stream)
+               has_bias, za, zb, zc, zbias, k_last).launch(
+            grid=[grid, batches, 1], block=[THREADS, 1, 1],
+            smem=ST * (bM + bN) * bK * 2 + 128, stream=stream)
 
     from cutlass.cute.runtime import make_fake_stream, make_ptr
 
@@ -268,5 +287,6 @@ def build(knobs: dict):
 
     args = [ptr(T, 16), ptr(T, 16), ptr(OT, OT.width // 8), ptr(OT, OT.width // 8),
             Int32(1), Int32(1), Int32(1)] + [Int64(8)] * 5 + \
-        [Float32(1.0), Float32(0.0), Int32(0), make_fake_stream()]
+        [Float32(1.0), Float32(0.0), Int32(0)] + [Int64(0)] * 4 + \
+        [Int32(1), Int32(1), make_fake_stream()]
     return launch, args

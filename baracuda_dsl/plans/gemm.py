@@ -7,7 +7,8 @@ default; ``allow_tf32=True`` runs it on tensor cores in tf32, see below), float6
 accumulate); ``out_dtype`` (c and bias) is the input dtype or float32.
 Epilogues ``identity``, ``bias``, ``bias_relu``, ``bias_gelu`` (erf form), ``bias_silu``: the bias
 is added after alpha / beta and before the activation; c is read only when beta != 0 (so it may
-hold garbage otherwise).  No workspace; deterministic (no atomics, fixed k order).
+hold garbage otherwise).  Deterministic (no atomics, fixed k order, also when split); workspace
+only for split-K (below).
 
 Operand layouts are found at run time from the views' strides, so one plan serves every
 transpose: a may be row-major (unit stride along k) or column-major (unit stride along m), b
@@ -37,7 +38,33 @@ Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
   stages to stream the weight; k-major a only, else 64×64), 128×128×32 when it yields
   >= ``BIG_TILE_MIN_CTAS`` CTAs, else 64×64×32.  On an H100 this Ampere-style path is expected
   around 50-65 % of cuBLAS bf16 at 4096³ (cuBLAS uses wgmma); the sm90a wgmma/TMA kernel of
-  issue 7 replaces it there.
+  issue 7 replaces it there for large grids.  The kernel has a batch index (``block_idx.y``,
+  element offsets za / zb / zc / zbias per index, ``k_last`` = the k extent of the launch's
+  last index) used by split-K and by ``BatchedGemmPlan``.
+
+  **Split-K** (small grids): the k range is cut into S splits (every split but the last
+  ``ks`` long, a multiple of the tile's bK by default; the last takes k - (S-1)·ks); one launch
+  computes the S partial products with the ``out=f32, act=none`` SKU (alpha 1, no bias; batch
+  index = split) into a float32 workspace (S, m, align_up(n, 4)), then ``gemm_splitk_reduce``
+  writes c = act(alpha · Σ_s ws[s] + beta · c + bias), summing s = 0, 1, … in order
+  (deterministic).  ``workspace_size()`` = S · m · align_up(n, 4) · 4 bytes (256-aligned; the
+  workspace pointer must be 16-byte aligned), 0 when not split.  Default S (``plan.splits``):
+  with ctas = the tile's grid and SMs / per_sm = ``SPLIT_SMS`` / ``SPLIT_CTAS_PER_SM`` of the
+  arch (sm90a 132 / 4, sm80 108 / 3, sm89 84 / 2: the SMs of an H100 SXM / A100 / mid-size Ada
+  part and how many 16×32 decode CTAs (49 KB of shared memory) fit in one SM),
+  S = min(``SPLIT_MAX`` = 8, SMs · per_sm // ctas, k // ``SPLIT_MIN_K`` (512)), no split when
+  that is < 2 (i.e. split only grids of at most SMs · per_sm / 2 CTAs — about 2 per SM — with
+  k >= 1024), when the tile is 128×128 (it is chosen for >= 96 CTAs; ``SPLIT_TILES`` are the
+  16×32 and 64×64 tiles, whose shared memory lets per_sm CTAs reside), or when the workspace
+  would exceed ``PlanPreference.max_workspace_bytes``.  Why:
+  on an H100 (bf16, vs cuBLAS in the same run) the unsplit decode tile reached only 0.52-0.56
+  at m = 1 / 16, n = k = 4096 (128 CTAs: one per SM, too few bytes in flight) but 0.91-0.96 at
+  n = 14336 (448 CTAs, 3.4 per SM); m = 128, n = 4096 (64×64 tile, 128 CTAs) reached 0.38-0.47
+  at k = 4096 / 14336.  With the rule these grids run 4 splits (512 CTAs, one wave of 4 per SM).
+  The split route reads each partial product once more (S · m · n · 8 bytes of traffic), small
+  next to the weight for the shapes it fires on.  ``select(..., splits=S)`` forces S (1 = off;
+  S > 1 needs f16 / bf16 on a mma.sync tile; the granularity drops from bK down to 8 when k is
+  too short for S splits of bK).
 * float32 with ``allow_tf32=True`` (like ``torch.backends.cuda.matmul.allow_tf32``; ignored for
   the other dtypes) → ``gemm_tf32`` (``mma.sync`` m16n8k8 tf32: inputs rounded to tf32 with
   round-to-nearest (ties away), f32 accumulate: relative error ≈ 1e-4..5e-4 for O(1) data;
@@ -49,12 +76,13 @@ Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
 * everything else (strict f32, f64, misaligned / odd-strided half operands, negative strides, k = 0)
   → ``gemm_simt`` (128×128 tiles, 8×8 outputs per thread, arbitrary strides, predicated).
 
-``select(desc, pref, tile=None)``: ``tile`` ("128x128", "64x64", "16x32", "simt", or on sm90a
-"wgmma128x128" / "wgmma128x256") forces the tile (PlanPreference has no tile field); "simt"
-forces the SIMT kernel for every layout; a forced mma.sync tile keeps sm90a problems off the
-wgmma kernel.
-``plan.sku()`` describes the kernel chosen for the preferred (aligned) layouts; the majors are
-run-time knobs and left out of it.  c must not alias a, b or bias.
+``select(desc, pref, tile=None, splits=None)``: ``tile`` ("128x128", "64x64", "16x32", "simt",
+or on sm90a "wgmma128x128" / "wgmma128x256") forces the tile (PlanPreference has no tile field);
+"simt" forces the SIMT kernel for every layout; a forced mma.sync tile keeps sm90a problems off
+the wgmma kernel; ``splits`` forces the split-K count (above).
+``plan.sku()`` describes the GEMM kernel chosen for the preferred (aligned) layouts (when split:
+the f32 partial-product SKU; the reduction is ``gemm_splitk_reduce``); the majors are run-time
+knobs and left out of it.  c must not alias a, b or bias.
 """
 
 from __future__ import annotations
@@ -64,8 +92,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..dtypes import DType, bfloat16, float16, float32, float64
-from ..errors import InvalidProblemError, UnsupportedError
-from ..plan import (Plan, begin_select, check_dtype, check_finite,
+from ..errors import InvalidProblemError, MisalignedOperandError, UnsupportedError
+from ..plan import (Plan, align_up, begin_select, check_dtype, check_finite,
                     check_writable_no_overlap, plan_arch, view_arg)
 from ..templates import gemm as spec
 from ..templates import gemm_sm90 as spec90
@@ -90,6 +118,18 @@ SM90_MIN_TILES = 64
 #: sm90a tile names (``tile=``) -> (templates.gemm_sm90 tile knob, cluster size)
 SM90_TILES = {"wgmma128x128": ("128x128", 1), "wgmma128x256": ("128x256", 1),
               "wgmma128x256c2": ("128x256", 2)}
+#: split-K (mma.sync route): SMs assumed per arch (A100, a mid-size Ada part, H100 SXM) and the
+#: CTAs per SM a split grid may reach (the 16×32 decode tile's 49 KB of shared memory: 3 fit in
+#: an A100 SM's 164 KB, 2 in Ada's 100 KB, 4 in an H100's 227 KB) — a split grid stays one wave
+SPLIT_SMS = {ArchSku.SM80: 108, ArchSku.SM89: 84, ArchSku.SM90A: 132}
+SPLIT_CTAS_PER_SM = {ArchSku.SM80: 3, ArchSku.SM89: 2, ArchSku.SM90A: 4}
+#: the tiles split by default (the small-grid ones; 128×128 only when forced)
+SPLIT_TILES = ("64x64", "16x32")
+#: at most this many default splits, each of at least SPLIT_MIN_K of k
+SPLIT_MAX = 8
+SPLIT_MIN_K = 512
+#: the most splits ``select(..., splits=S)`` accepts
+SPLIT_MAX_FORCED = 64
 _I32 = 2 ** 31 - 1
 _GRID_Y = 65535
 
@@ -157,6 +197,26 @@ class GemmArgs:
     bias: object = None
 
 
+def split_extent(k: int, splits: int, gran: int) -> int:
+    """The k extent of each split but the last: ceil(k / splits) rounded up to ``gran``."""
+    return -(-(-(-k // splits)) // gran) * gran
+
+
+def split_ranges(k: int, splits: int, ks: int):
+    """[(k0, k1)] of the splits (the last takes the residue k - (splits-1)·ks)."""
+    return [(s * ks, k if s == splits - 1 else (s + 1) * ks) for s in range(splits)]
+
+
+def _ws_cols(n: int) -> int:
+    """Row stride (elements) of the split-K workspace: n rounded up to the 16-byte vector."""
+    return -(-n // spec.SPLITK_VEC) * spec.SPLITK_VEC
+
+
+def _ws_bytes(splits: int, m: int, n: int) -> int:
+    """Bytes of the split-K workspace: float32 (splits, m, _ws_cols(n)), 256-byte aligned."""
+    return align_up(splits * m * _ws_cols(n) * 4)
+
+
 def _mma_layout(view, rows: int, cols: int, s_rows: int, s_cols: int,
                 vec: int = spec.MMA_VEC):
     """(major, ld) of the first mma-eligible layout of an operand (16-byte vectors of ``vec``
@@ -172,16 +232,24 @@ def _mma_layout(view, rows: int, cols: int, s_rows: int, s_cols: int,
 
 class GemmPlan(Plan):
     """c = act(alpha · a @ b + beta · c + bias) for f16 / bf16 (tensor cores, f32 accumulate),
-    strict f32 and f64; any operand strides; no workspace.  See the module docstring for the
-    kernel choice and the tile heuristic."""
+    strict f32 and f64; any operand strides; workspace only for split-K (``splits`` > 1: f32
+    (splits, m, align_up(n, 4))).  See the module docstring for the kernel choice, the tile and
+    the split-K heuristics."""
 
     @classmethod
-    def select(cls, desc: GemmDescriptor, pref=None, *, tile: Optional[str] = None):
+    def select(cls, desc: GemmDescriptor, pref=None, *, tile: Optional[str] = None,
+               splits: Optional[int] = None):
         """Validate ``desc`` and pick the kernel family and tile (``tile`` forces one of
         "128x128", "64x64", "16x32", "simt" or, on sm90a, "wgmma128x128", "wgmma128x256",
-        "wgmma128x256c2"; see the module docstring for the default heuristic)."""
+        "wgmma128x256c2") and the split-K count (``splits`` forces it: 1 = off, S > 1 needs an
+        f16 / bf16 problem on a mma.sync tile); see the module docstring for the defaults."""
         plan = begin_select(cls, desc, pref, GemmDescriptor, plan_arch)
         d = desc
+        if splits is not None and (not isinstance(splits, int) or isinstance(splits, bool)
+                                   or splits < 1):
+            raise InvalidProblemError(f"Gemm: splits must be an int >= 1, got {splits!r}")
+        if splits is not None and splits > SPLIT_MAX_FORCED:
+            raise UnsupportedError(f"Gemm: splits = {splits} exceeds {SPLIT_MAX_FORCED}")
         if tile is not None and tile not in (*spec.TILES, "simt", *SM90_TILES):
             raise UnsupportedError(f"Gemm: tile {tile!r} is not wired; wired: "
                                    f"{', '.join(spec.TILES)}, simt, {', '.join(SM90_TILES)}")
@@ -213,6 +281,7 @@ class GemmPlan(Plan):
         plan._tile = tile
         plan._act = _ACT[d.epilogue]
         plan._knob_memo = {}
+        plan._splits, plan._ks = plan._split_k(splits)
         acc = float64 if d.dtype is float64 else float32
         pg = PrecisionGuarantee(math_precision=d.dtype, accumulator=acc)
         if tile == "simt":
@@ -226,7 +295,7 @@ class GemmPlan(Plan):
             knobs.pop("a_major")
             knobs.pop("b_major")
         else:
-            tmpl, knobs = spec.GEMM_MMA, dict(plan._mma_knobs("k", "n"))
+            tmpl, knobs = spec.GEMM_MMA, dict(plan._mma_knobs("k", "n", plan._splits > 1))
             knobs.pop("a_major")
             knobs.pop("b_major")
         plan._sku = KernelSku(OpCategory.GEMM, "gemm", d.dtype, plan._arch,
@@ -234,6 +303,58 @@ class GemmPlan(Plan):
                               epilogue=d.epilogue, template=tmpl.name,
                               knobs=tuple(sorted(knobs.items())))
         return plan
+
+    # -- split-K ------------------------------------------------------------------------------
+    def _split_k(self, forced: Optional[int]):
+        """(S, ks): the number of k splits and the k extent of every split but the last (which
+        takes k - (S-1)·ks >= 1); (1, k) when not split.  See the module docstring."""
+        d = self.desc
+        mma = self._tile in spec.TILES and d.dtype in HALF
+        if forced is not None and forced > 1 and not mma:
+            raise UnsupportedError(
+                f"Gemm: split-K is wired for float16 / bfloat16 on the mma.sync tiles "
+                f"({', '.join(spec.TILES)}); this plan runs tile {self._tile} for "
+                f"{d.dtype.name}")
+        if not mma or d.m == 0 or d.n == 0 or d.k == 0 or forced == 1:
+            return 1, d.k
+        bm, bn, bk = spec.TILES[self._tile][:3]
+        cap = self.pref.max_workspace_bytes
+        if forced is None:
+            if self._tile not in SPLIT_TILES:
+                return 1, d.k
+            ctas = math.ceil(d.m / bm) * math.ceil(d.n / bn)
+            want = min(SPLIT_MAX, SPLIT_SMS[self._arch] * SPLIT_CTAS_PER_SM[self._arch] // ctas,
+                       d.k // SPLIT_MIN_K)
+            if want < 2:
+                return 1, d.k
+            ks = split_extent(d.k, want, bk)
+            S = math.ceil(d.k / ks)
+            if S < 2 or (cap is not None and _ws_bytes(S, d.m, d.n) > cap):
+                return 1, d.k
+            return S, ks
+        if cap is not None and _ws_bytes(forced, d.m, d.n) > cap:
+            raise UnsupportedError(f"Gemm: {forced} splits need {_ws_bytes(forced, d.m, d.n)} "
+                                   f"bytes of workspace > max_workspace_bytes={cap}")
+        for g in sorted({bk, 64, 32, 16, spec.MMA_VEC}, reverse=True):
+            if g > bk:
+                continue
+            ks = split_extent(d.k, forced, g)
+            if math.ceil(d.k / ks) == forced:
+                return forced, ks
+        raise InvalidProblemError(f"Gemm: k = {d.k} cannot be split {forced} ways (every split "
+                                  f"but the last takes a multiple of {spec.MMA_VEC} of k)")
+
+    @property
+    def splits(self) -> int:
+        """The number of k splits of the mma.sync route (1 = not split)."""
+        return self._splits
+
+    def workspace_size(self) -> int:
+        """Bytes of the split-K float32 workspace (splits, m, align_up(n, 4)); 0 when not
+        split."""
+        if self._splits < 2:
+            return 0
+        return _ws_bytes(self._splits, self.desc.m, self.desc.n)
 
     # -- knobs (memoised dicts: Plan._kernel keys its memo on their identity) ----------------
     def _simt_knobs(self) -> dict:
@@ -269,8 +390,17 @@ class GemmPlan(Plan):
                                               cluster=cluster)
         return kn
 
-    def _mma_knobs(self, a_major: str, b_major: str) -> dict:
-        key = ("mma", a_major, b_major)
+    def _reduce_knobs(self) -> dict:
+        key = ("splitk",)
+        kn = self._knob_memo.get(key)
+        if kn is None:
+            kn = self._knob_memo[key] = dict(out=self.desc.out_dtype.short, act=self._act)
+        return kn
+
+    def _mma_knobs(self, a_major: str, b_major: str, part: bool = False) -> dict:
+        """Knobs of the mma.sync SKU; ``part``: the split-K partial-product SKU (f32 out, no
+        activation)."""
+        key = ("mma", a_major, b_major, part)
         kn = self._knob_memo.get(key)
         if kn is None:
             d = self.desc
@@ -279,9 +409,10 @@ class GemmPlan(Plan):
                 tile = "128x128"        # operands TMA cannot take: the mma.sync kernel
             if tile == spec.DECODE_TILE and a_major != "k":
                 tile = "64x64"          # the decode tile exists for k-major a only
-            kn = self._knob_memo[key] = dict(dtype=d.dtype.short, out=d.out_dtype.short,
-                                              a_major=a_major, b_major=b_major, act=self._act,
-                                              tile=tile)
+            kn = self._knob_memo[key] = dict(dtype=d.dtype.short,
+                                              out="f32" if part else d.out_dtype.short,
+                                              a_major=a_major, b_major=b_major,
+                                              act="none" if part else self._act, tile=tile)
         return kn
 
     # -- args ---------------------------------------------------------------------------------
@@ -307,7 +438,9 @@ class GemmPlan(Plan):
         self._views(args)
 
     def kernel_for(self, args):
-        """(template, knobs) the plan launches for these args (checks them first)."""
+        """(template, knobs) of the GEMM kernel the plan launches for these args (checks them
+        first); when split (``splits`` > 1) the mma.sync partial-product SKU, followed by
+        ``gemm_splitk_reduce``."""
         return self._route(*self._views(args))[:2]
 
     def _route(self, a, b, c, bias):
@@ -333,7 +466,8 @@ class GemmPlan(Plan):
             if la is not None and lb is not None:
                 am = "k" if la[0] == "k" else "m"
                 bm = "k" if lb[0] == "k" else "n"
-                return spec.GEMM_MMA, self._mma_knobs(am, bm), (la[1], lb[1])
+                return (spec.GEMM_MMA, self._mma_knobs(am, bm, self._splits > 1),
+                        (la[1], lb[1]))
         if math.ceil(d.n / spec.SIMT_BN) > _GRID_Y:
             raise UnsupportedError(f"Gemm: n = {d.n} needs more than {_GRID_Y} CTA columns on "
                                    f"the SIMT kernel")
@@ -343,13 +477,37 @@ class GemmPlan(Plan):
         a, b, c, bias = self._views(args)
         d = self.desc
         tmpl, knobs, lds = self._route(a, b, c, bias)
+        if tmpl is spec.GEMM_MMA and self._splits > 1 and ws.ptr % 16:
+            raise MisalignedOperandError(f"workspace: pointer {ws.ptr:#x} is not 16-byte "
+                                         f"aligned (split-K reads it in 16-byte vectors)")
         lk = self._kernel(tmpl, knobs, a.device)
         pbias, bs, hb = (bias.ptr, bias.strides[0], 1) if bias is not None else (c.ptr, 0, 0)
         if tmpl is spec90.GEMM_SM90:
             launch_sm90(self, lk, knobs, a, b, c, pbias, bs, hb, lds, stream)
-        elif tmpl is spec.GEMM_MMA or tmpl is spec32.GEMM_TF32:
-            tiles = spec.TILES if tmpl is spec.GEMM_MMA else spec32.TF32_TILES
-            bm, bn = tiles[knobs["tile"]][:2]
+        elif tmpl is spec.GEMM_MMA:
+            bm, bn = spec.TILES[knobs["tile"]][:2]
+            tiles = math.ceil(d.m / bm) * math.ceil(d.n / bn)
+            if self._splits < 2:
+                lk.launch((tiles, 1, 1), [a.ptr, b.ptr, c.ptr, pbias, d.m, d.n, d.k, lds[0],
+                                          lds[1], c.strides[0], c.strides[1], bs, d.alpha,
+                                          d.beta, hb, 0, 0, 0, 0, d.k], stream)
+                return
+            # split-K: S partial products (batch index = split) into the f32 workspace, then
+            # the reduction + epilogue into c
+            S, ks = self._splits, self._ks
+            wsn = _ws_cols(d.n)
+            # element stride along k of each operand in the kernel's view
+            ska = 1 if knobs["a_major"] == "k" else lds[0]
+            skb = 1 if knobs["b_major"] == "k" else lds[1]
+            lk.launch((tiles, S, 1), [a.ptr, b.ptr, ws.ptr, ws.ptr, d.m, d.n, ks, lds[0],
+                                      lds[1], wsn, 1, 0, 1.0, 0.0, 0, ks * ska, ks * skb,
+                                      d.m * wsn, 0, d.k - (S - 1) * ks], stream)
+            lr = self._kernel(spec.GEMM_SPLITK_REDUCE, self._reduce_knobs(), a.device)
+            lr.launch((spec.splitk_blocks(d.m, wsn), 1, 1),
+                      [ws.ptr, c.ptr, pbias, d.m, d.n, S, wsn, c.strides[0], c.strides[1], bs,
+                       d.alpha, d.beta, hb], stream)
+        elif tmpl is spec32.GEMM_TF32:
+            bm, bn = spec32.TF32_TILES[knobs["tile"]][:2]
             grid = (math.ceil(d.m / bm) * math.ceil(d.n / bn), 1, 1)
             lk.launch(grid, [a.ptr, b.ptr, c.ptr, pbias, d.m, d.n, d.k, lds[0], lds[1],
                              c.strides[0], c.strides[1], bs, d.alpha, d.beta, hb], stream)

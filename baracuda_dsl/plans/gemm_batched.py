@@ -1,4 +1,4 @@
-"""Batched and grouped GEMM (issue 7's ``BatchedGemmPlan`` / ``GroupedGemmPlan``), first version:
+"""Batched and grouped GEMM (issue 7's ``BatchedGemmPlan`` / ``GroupedGemmPlan``):
 
     c[i] = act(alpha · a[i] @ b[i] + beta · c[i] + bias[i])          for every batch entry i
 
@@ -8,17 +8,24 @@ b broadcasts it (one shared operand); c may not broadcast.  bias (n,) is shared,
 per entry.  ``GroupedGemmPlan``: a list of independent problems (m_i, n_i, k_i) — typically
 MoE experts with different m — with one a / b / c (/ bias) view per problem.
 
-Both are **launch loops** for now: one :class:`GemmPlan` launch per batch entry / problem, in
-order, on the caller's stream, each with views of the entry built at its element offset (a
-kernel-level batch / group dimension — a grid z index or a persistent tile scheduler over the
-problem list — is planned).  Everything (the whole strided views, dtypes, devices, shapes of
+Batched routing: the entries are one strided view each, so they share their layouts; when
+entry 0 routes to the ``mma.sync`` kernel (``gemm_mma``: f16 / bf16, see GemmPlan) and the
+batch strides of a and b keep every entry's base 16-byte aligned (a multiple of 8 elements, or
+0), the whole batch is **one launch** with the kernel's batch index (grid (tiles, entries, 1),
+per-entry element offsets = the batch strides of a, b, c and bias; at most 65535 entries per
+launch, so larger batches take ceil(batch / 65535) launches).  Other routes (the sm90a wgmma
+kernel for large entries, tf32, SIMT, misaligned batch strides) are a **launch loop**: one
+GemmPlan launch per entry, in order, on the caller's stream, each with views of the entry at
+its element offset.  ``batch == 1`` is exactly GemmPlan (including its split-K and workspace);
+for batch > 1 the per-entry GemmPlan is selected with ``splits=1`` (the batch fills the grid;
+no workspace).  ``GroupedGemmPlan`` is a launch loop (a persistent tile scheduler over the
+problem list is planned).  Everything (the whole strided views, dtypes, devices, shapes of
 every problem, the GemmPlan checks of the first entry) is validated before the first launch.
-dtypes, epilogues, precision and kernel routing are GemmPlan's: f16 / bf16 on tensor cores
-with f32 accumulate, strict f32, f64; each entry is routed by its own views' layout (an entry
-whose base pointer is not 16-byte aligned takes the SIMT kernel).  ``plan.sku()`` reports the
-GemmPlan SKU (of the first problem for the grouped plan; ``plan.gemm_plans`` lists them all).
-Workspace: the GemmPlan's (none today), one buffer reused by every launch; deterministic; c
-must not alias a, b or bias.
+dtypes, epilogues and precision are GemmPlan's: f16 / bf16 on tensor cores with f32
+accumulate, strict f32, f64.  ``plan.sku()`` reports the GemmPlan SKU (of the first problem for
+the grouped plan; ``plan.gemm_plans`` lists them all).  Workspace: the GemmPlan's (non-zero only
+when split), one buffer reused by every launch; deterministic; c must not alias a, b or bias,
+and c's entries must not overlap each other (the batched launch writes them concurrently).
 """
 
 from __future__ import annotations
@@ -26,14 +33,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
+import math
+
 from ..dtypes import DType
 from ..errors import DeviceMismatchError, InvalidProblemError, UnsupportedError
 from ..plan import Plan, check_select, check_writable_no_overlap, view_arg
 from ..runtime.stream import stream_handle
+from ..templates import gemm as spec
 from ..tensor import TensorView
 from .gemm import GemmArgs, GemmDescriptor, GemmPlan
 
 _I32 = 2 ** 31 - 1
+#: most batch entries of one gemm_mma launch (grid y limit); larger batches are chunked
+MAX_GRID_BATCH = 65535
 
 
 def _check_count(v, what: str) -> int:
@@ -106,14 +118,23 @@ class BatchedGemmArgs:
 
 
 class BatchedGemmPlan(Plan):
-    """Strided-batch GEMM as a loop of GemmPlan launches (one per entry, in order, on the
-    caller's stream; see the module docstring).  ``sku()`` is the GemmPlan's SKU."""
+    """Strided-batch GEMM: one batched ``gemm_mma`` launch when the entries route to the
+    mma.sync kernel, else a loop of GemmPlan launches (one per entry, in order, on the caller's
+    stream; see the module docstring).  ``sku()`` is the GemmPlan's SKU."""
 
     @classmethod
-    def select(cls, desc: BatchedGemmDescriptor, pref=None, *, tile: Optional[str] = None):
-        """Validate ``desc`` and select the per-entry GemmPlan (``tile`` as GemmPlan.select)."""
+    def select(cls, desc: BatchedGemmDescriptor, pref=None, *, tile: Optional[str] = None,
+               splits: Optional[int] = None):
+        """Validate ``desc`` and select the per-entry GemmPlan (``tile`` as GemmPlan.select;
+        ``splits`` as GemmPlan.select for batch == 1 — for batch > 1 only 1 / None: the
+        entries are not split)."""
         pref = check_select(desc, pref, BatchedGemmDescriptor, cls.__name__)
-        gemm = GemmPlan.select(desc.gemm, pref, tile=tile)
+        if desc.batch != 1:
+            if splits not in (None, 1):
+                raise UnsupportedError(f"BatchedGemm: split-K is wired for batch == 1; got "
+                                       f"splits={splits!r} with batch {desc.batch}")
+            splits = 1
+        gemm = GemmPlan.select(desc.gemm, pref, tile=tile, splits=splits)
         plan = cls(desc, pref, gemm.sku())
         plan._arch = gemm._arch
         plan.gemm_plan = gemm
@@ -124,7 +145,7 @@ class BatchedGemmPlan(Plan):
         return d.batch == 0 or d.m == 0 or d.n == 0
 
     def workspace_size(self) -> int:
-        """The GemmPlan's (0 today); one buffer serves every entry (launches are in order)."""
+        """The GemmPlan's (non-zero only for batch == 1 with split-K)."""
         return self.gemm_plan.workspace_size()
 
     def _views(self, args):
@@ -163,17 +184,66 @@ class BatchedGemmPlan(Plan):
     def can_implement(self, args) -> None:
         self._views(args)
 
+    def kernel_for(self, args):
+        """(template, knobs, batched): the GEMM kernel the entries run on and whether the batch
+        is one batched launch (True) or a loop of GemmPlan launches (False); checks ``args``."""
+        a, b, c, bias = self._views(args)
+        tmpl, knobs, _ = self._batched_route(a, b, c, bias)
+        if tmpl is None:
+            tmpl, knobs = self.gemm_plan.kernel_for(self._entry_args(a, b, c, bias, 0))
+            return tmpl, knobs, False
+        return tmpl, knobs, True
+
+    def _batched_route(self, a, b, c, bias):
+        """(GEMM_MMA, knobs, lds) when the whole batch can be one batched gemm_mma launch,
+        else (None, None, None)."""
+        d = self.desc
+        g = self.gemm_plan
+        if d.batch < 2 or g.splits > 1:
+            return None, None, None
+        e = self._entry_args(a, b, c, bias, 0)
+        tmpl, knobs, lds = g._route(e.a, e.b, e.c, e.bias)
+        if tmpl is not spec.GEMM_MMA:
+            return None, None, None
+        isz = d.dtype.itemsize
+        if (a.strides[0] * isz) % 16 or (b.strides[0] * isz) % 16:
+            return None, None, None          # entries would differ in alignment: loop
+        return tmpl, knobs, lds
+
     def run(self, args, stream=None, workspace=None) -> None:
-        """Check the whole views (and entry 0 against the GemmPlan), then one GemmPlan launch
-        per entry, in order, on ``stream``."""
+        """Check the whole views (and entry 0 against the GemmPlan), then one batched gemm_mma
+        launch (per 65535 entries) or one GemmPlan launch per entry, in order, on ``stream``."""
         a, b, c, bias = self._views(args)
         self.check_workspace(workspace)
         if self.is_empty():
             return
         s = stream_handle(stream)
         g = self.gemm_plan
+        tmpl, knobs, lds = self._batched_route(a, b, c, bias)
+        if tmpl is not None:
+            self._launch_batched(a, b, c, bias, knobs, lds, s)
+            return
         for i in range(self.desc.batch):
             g.run(self._entry_args(a, b, c, bias, i), stream=s, workspace=workspace)
+
+    def _launch_batched(self, a, b, c, bias, knobs, lds, stream: int) -> None:
+        d = self.desc
+        g = self.gemm_plan
+        lk = g._kernel(spec.GEMM_MMA, knobs, a.device)
+        bm, bn = spec.TILES[knobs["tile"]][:2]
+        tiles = math.ceil(d.m / bm) * math.ceil(d.n / bn)
+        isz, osz = d.dtype.itemsize, d.out_dtype.itemsize
+        sa, sb, sc = a.strides[0], b.strides[0], c.strides[0]
+        if bias is not None:
+            pbias, sbias, bs, hb = bias.ptr, bias.strides[0], bias.strides[1], 1
+        else:
+            pbias, sbias, bs, hb = c.ptr, 0, 0, 0
+        for z0 in range(0, d.batch, MAX_GRID_BATCH):
+            nz = min(MAX_GRID_BATCH, d.batch - z0)
+            lk.launch((tiles, nz, 1),
+                      [a.ptr + z0 * sa * isz, b.ptr + z0 * sb * isz, c.ptr + z0 * sc * osz,
+                       pbias + z0 * sbias * osz, d.m, d.n, d.k, lds[0], lds[1], c.strides[1],
+                       c.strides[2], bs, d.alpha, d.beta, hb, sa, sb, sc, sbias, d.k], stream)
 
 
 # ------------------------------------------------------------------------------- grouped

@@ -17,6 +17,14 @@ Knobs:
   2 warps, for decode shapes m <= 16 — k-major a only).
 
 c has arbitrary (run-time) strides: the epilogue stores element-wise from the accumulators.
+Batch index ``block_idx.y`` (grid (tiles, batches, 1), batches <= 65535 per launch): the
+element offsets ``za``, ``zb``, ``zc``, ``zbias`` per index move a, b, c, bias (0 broadcasts);
+the launch's last index has k extent ``k_last`` (the split-K residue; = k otherwise).  Used by
+split-K (index = split, into an f32 workspace) and by BatchedGemmPlan (index = batch entry).
+
+``gemm_splitk_reduce`` — c = act(alpha · Σ_s ws[s] + beta · c + bias) over the f32 split-K
+workspace (splits, m, wsn) (wsn = n rounded up to 4: 16-byte vector reads), splits summed in
+order (deterministic), any c strides.  Knobs ``out`` (f16, bf16, f32) and ``act``: 12 SKUs.
 
 ``gemm_simt`` — tiled FFMA / DFMA GEMM with arbitrary strides on every operand: strict f32 (no
 tf32), f64 (f64 accumulate), and the fallback of f16 / bf16 problems the mma path cannot take
@@ -25,7 +33,8 @@ Knobs ``dtype`` (f16, bf16, f32, f64), ``out`` (the input dtype or f32) and ``ac
 
 Shapes, strides, alpha, beta and the bias switch are run-time parameters; the SKU count is
 2 dtypes × 2 outs × 4 acts × (2 × 2 majors × 2 tiles + 2 b majors for the decode tile) = 160
-mma SKUs plus 28 SIMT SKUs = 188 per arch (the same on sm80, sm89, sm90a).
+mma SKUs plus 28 SIMT SKUs plus 12 split-K reduction SKUs = 200 per arch (the same on sm80,
+sm89, sm90a).
 """
 
 from __future__ import annotations
@@ -111,7 +120,8 @@ GEMM_MMA = register(KernelTemplate(
     family="gemm",
     module="baracuda_dsl.kernels.gemm_mma",
     params=params("a:ptr b:ptr c:ptr bias:ptr m:i32 n:i32 k:i32 lda:i64 ldb:i64 csm:i64 "
-                  "csn:i64 bs:i64 alpha:f32 beta:f32 has_bias:i32"),
+                  "csn:i64 bs:i64 alpha:f32 beta:f32 has_bias:i32 za:i64 zb:i64 zc:i64 "
+                  "zbias:i64 k_last:i32"),
     space=_mma_space,
     geometry=lambda k: LaunchGeometry(threads=mma_threads(k["tile"]),
                                       smem_bytes=mma_smem(k["tile"])),
@@ -127,3 +137,32 @@ GEMM_SIMT = register(KernelTemplate(
     space=_simt_space,
     geometry=lambda k: LaunchGeometry(threads=SIMT_THREADS, smem_bytes=simt_smem(k["dtype"])),
 ))
+
+#: split-K reduction: threads per CTA and workspace elements (one 16-byte f32 vector) per thread
+SPLITK_THREADS = 256
+SPLITK_VEC = 4
+SPLITK_OUTS = ("f16", "bf16", "f32")
+
+
+def _splitk_space():
+    for out in SPLITK_OUTS:
+        for act in ACTS:
+            yield dict(out=out, act=act)
+
+
+GEMM_SPLITK_REDUCE = register(KernelTemplate(
+    name="gemm_splitk_reduce",
+    family="gemm",
+    module="baracuda_dsl.kernels.gemm_splitk",
+    params=params("ws:ptr c:ptr bias:ptr m:i32 n:i32 splits:i32 wsn:i64 csm:i64 csn:i64 bs:i64 "
+                  "alpha:f32 beta:f32 has_bias:i32"),
+    space=_splitk_space,
+    geometry=lambda k: LaunchGeometry(threads=SPLITK_THREADS, smem_bytes=0),
+    sources=("baracuda_dsl.kernels.gemm_simt",),
+))
+
+
+def splitk_blocks(m: int, wsn: int) -> int:
+    """CTAs of the split-K reduction over an (m, wsn) workspace slice (wsn a multiple of
+    SPLITK_VEC): one vector of SPLITK_VEC columns per thread."""
+    return -(-(m * wsn // SPLITK_VEC) // SPLITK_THREADS)
