@@ -92,7 +92,9 @@ def test_sm90_selection():
     # no m-major cluster SKU: the 1-CTA 128x256 SKU serves it
     kn = c2.kernel_for(GemmArgs(col(4096, 4096, bfloat16), b, c))[1]
     assert kn["cluster"] == 1 and kn["tile"] == "128x256" and kn["a_major"] == "m"
-    assert dict(big.sku().knobs)["cluster"] == 1
+    assert dict(big.sku().knobs)["cluster"] == 2          # the default for >= 132 128x256 tiles
+    one = GemmPlan.select(GemmDescriptor(4096, 4096, 4096, "bf16"), SM90, tile="wgmma128x256")
+    assert dict(one.sku().knobs)["cluster"] == 1
     with pytest.raises(bd.UnsupportedError):
         GemmPlan.select(GemmDescriptor(64, 64, 64, "bf16"), SM80, tile="wgmma128x256")
     with pytest.raises(bd.UnsupportedError):

@@ -19,13 +19,15 @@ Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
 
 * sm90a (Hopper), f16 / bf16, m > ``DECODE_MAX_M`` and at least ``SM90_MIN_TILES`` 128×128
   tiles → ``gemm_sm90`` (wgmma + TMA + mbarrier pipeline, warp-specialised, persistent;
-  ``templates/gemm_sm90.py``) when the operands are TMA-legal: k >= 1; a and b have a unit stride in one dim; base pointers 16-byte aligned;
-  leading dims multiples of 8 elements (16 bytes), > 0 and < 2**36 elements (no contiguous-extent
-  rule: TMA zero-fills out of bounds).  Tile: ``wgmma128x256`` (128×256×64, 4 stages) when it
-  yields at least ``SM90_BIG_TILE_MIN_CTAS`` tiles (a full wave on an H100), else
-  ``wgmma128x128`` (128×128×64, 6 stages); ``tile="wgmma128x256c2"`` forces the 2-CTA
-  cluster SKU (b shared by TMA multicast; k-major a, else the 1-CTA SKU) — not a default until
-  measured.  Grid = min(tiles, SMs) (clusters: min(tile pairs, resident clusters)); the two operand
+  ``templates/gemm_sm90.py``) when the operands are TMA-legal: k >= 1; a and b have a unit
+  stride in one dim; base pointers 16-byte aligned; leading dims multiples of 8 elements (16
+  bytes), > 0 and < 2**36 elements (no contiguous-extent rule: TMA zero-fills out of bounds).
+  Tile: ``wgmma128x256c2`` (128×256×64, 4 stages, 2-CTA clusters sharing the b tile by TMA
+  multicast; the 1-CTA ``wgmma128x256`` SKU for an m-major a) when it yields at least
+  ``SM90_BIG_TILE_MIN_CTAS`` 128×256 tiles (a full wave on an H100), else ``wgmma128x128``
+  (128×128×64, 6 stages).  The cluster SKU was measured equal to the 1-CTA one at 4096² and
+  8192² and 2-8 % faster at the LLM shapes (16384 × 14336 × 4096: 623 vs 588 TFLOP/s bf16,
+  4096 × 4096 × 14336: 695 vs 652), so it is the default; ``tile=`` forces either.  Grid = min(tiles, SMs) (clusters: min(tile pairs, resident clusters)); the two operand
   CUtensorMaps are encoded on the host per call (``templates.gemm_sm90.operand_tmap``, pure
   Python, bit-identical to the DSL's encoding) and passed by value.  Decode shapes
   (m <= 16) and operands TMA cannot take stay on the paths below.  ``epi`` tells the kernel
@@ -273,7 +275,7 @@ class GemmPlan(Plan):
             if (plan._arch is ArchSku.SM90A and d.m > DECODE_MAX_M
                     and big >= SM90_MIN_TILES):
                 t256 = spec90.num_tiles(d.m, d.n, "128x256")
-                tile = "wgmma128x256" if t256 >= SM90_BIG_TILE_MIN_CTAS else "wgmma128x128"
+                tile = "wgmma128x256c2" if t256 >= SM90_BIG_TILE_MIN_CTAS else "wgmma128x128"
             elif d.m <= DECODE_MAX_M:
                 tile = spec.DECODE_TILE
             else:
