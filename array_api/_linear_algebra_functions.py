@@ -25,8 +25,9 @@ on the legacy default stream, into new dense outputs:
   from the result (two 1-D arrays give a 0-D result); batch dims broadcast per the standard.
   When x2 has no (non-broadcast) batch dims and x1's batch and row dims collapse to one stride,
   the batch is folded into M: one GEMM.  Otherwise the batch dims of x1, x2 and the output are
-  collapsed jointly and each remaining outer index runs one ``BatchedGemmPlan`` (itself a
-  launch loop of GemmPlan launches for now).  Operands are used as strided views (transposes,
+  collapsed jointly and each remaining outer index runs one ``BatchedGemmPlan`` (one launch
+  over a batch grid when the entries take the mma.sync kernel, else a loop of GemmPlan
+  launches).  Operands are used as strided views (transposes,
   slices, stride-0 broadcasts); half-type operands with no unit stride in their two matrix dims
   are copied dense first so that they reach the tensor-core path.
 * ``tensordot``: the contracted axes are grouped into K and the free ones into M / N — a view
