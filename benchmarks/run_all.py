@@ -6,7 +6,8 @@ Order: torch/CUDA warm-up, the device-to-device copy ceiling (1 GiB, read + writ
 normalisation benchmarks (bench_norms.py), the elementwise benchmarks (bench_elementwise.py), the
 launch-path study (bench_launch.py; design (b) needs benchmarks/aot/build/libbench_aot.so, built on
 the DSL machine by benchmarks/aot/build_aot.py), the reduction / scan / sort / counting / layout / pad /
-indexing / segment families (``--families``; bench_<family>.py), then the
+indexing / segment / GEMM (``gemm``: bf16 / f16; ``gemm_lowp``: tf32, int8, fp8) families
+(``--families``; bench_<family>.py), then the
 copy ceiling again (drift check).  Writes ``DIR/bench.json``
 (everything) and ``DIR/RESULTS.md`` (a fragment to paste into benchmarks/RESULTS.md), and prints a
 compact table last.  Budget: under 4 minutes on the H100 (``--quick``: about 1 minute).
@@ -37,7 +38,9 @@ EXTRA = [("softmax", "bench_softmax", "Softmax"), ("reductions", "bench_reductio
          ("indexing", "bench_indexing", "Gather, index_select, scatter"),
          ("segment", "bench_segment", "Embedding and segment reductions"),
          ("random", "bench_random", "Random numbers and dropout"),
-         ("gemm", "bench_gemm", "GEMM"),
+         ("gemm", "bench_gemm", "GEMM (bf16 / f16 vs cuBLAS)"),
+         ("gemm_lowp", "bench_gemm_lowp", "GEMM: tf32, int8, fp8 (vs torch.matmul, _int_mm, "
+                                           "_scaled_mm)"),
          ("losses", "bench_losses", "Cross-entropy and fused linear CE")]
 
 

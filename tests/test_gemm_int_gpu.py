@@ -4,21 +4,11 @@ multiple of 16 but not of the 64 / 128-byte k tile, M = 1, every signedness pair
 per-column and broadcast scales, strided c, poisoned outputs, typed errors before launch."""
 
 import pytest
+from _gemm_helpers import int_mods as _mods
+from _gemm_helpers import int_operand as _operand
+from _gemm_helpers import poison_
 
 pytestmark = pytest.mark.gpu
-
-
-def _mods():
-    torch = pytest.importorskip("torch")
-    from baracuda_dsl.plans.gemm_int import IntGemmArgs, IntGemmDescriptor, IntGemmPlan
-
-    return torch, IntGemmArgs, IntGemmDescriptor, IntGemmPlan
-
-
-def _operand(torch, shape, dt, gen):
-    lo, hi = (-128, 128) if dt == "i8" else (0, 256)
-    return torch.randint(lo, hi, shape, generator=gen, device="cuda").to(
-        torch.int8 if dt == "i8" else torch.uint8)
 
 
 def _run(m, n, k, ad="i8", bd="i8", dequant=False, scalar_a=False, scalar_b=False, tile=None,
@@ -30,10 +20,7 @@ def _run(m, n, k, ad="i8", bd="i8", dequant=False, scalar_a=False, scalar_b=Fals
     odt = torch.float32 if dequant else torch.int32
     c = torch.empty((n, m) if c_t else (m, n), device="cuda", dtype=odt)
     c = c.t() if c_t else c
-    if dequant:
-        c.fill_(float("nan"))
-    else:
-        c.fill_(0x7F7F7F7F)
+    poison_(c)                                            # NaN / 0x7F7F7F7F
     sa = sb = None
     if dequant:
         sa = torch.rand((1 if scalar_a else m,), generator=gen, device="cuda") + 0.5

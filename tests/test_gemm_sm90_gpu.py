@@ -6,58 +6,15 @@ case asserts the plan picked ``gemm_sm90``.  Also compares the host-encoded CUte
 cuTensorMapEncodeTiled for the same operand."""
 
 import itertools
-import math
 import struct
 
 import pytest
+from _gemm_helpers import TOL, assert_close, padded_operand, poison_, ref_gemm, sm90_mods
 
 pytestmark = pytest.mark.gpu
 
-TOL = {"bfloat16": 1e-2, "float16": 5e-3}
 SIZES = (1, 7, 127, 130, 1000, 4096)
-
-
-def _mods():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    import baracuda_dsl as bd
-    from baracuda_dsl.runtime.device import device_arch
-
-    if device_arch(0) is not bd.ArchSku.SM90A:
-        pytest.skip("gemm_sm90 needs an sm90a (Hopper) device")
-    from baracuda_dsl.plans.gemm import GemmArgs, GemmDescriptor, GemmPlan
-
-    return torch, GemmArgs, GemmDescriptor, GemmPlan
-
-
-def _operand(torch, rows, cols, tdt, gen, transposed):
-    """(rows, cols) operand with a 16-byte multiple leading dim: row-major, or the transpose
-    view of a row-major (cols, rows) buffer; the padding holds NaN (must never be read)."""
-    if transposed:
-        ld = -(-max(rows, 1) // 8) * 8
-        buf = torch.full((cols, ld), float("nan"), device="cuda", dtype=tdt)
-        buf[:, :rows] = torch.randn((cols, rows), generator=gen, device="cuda").to(tdt)
-        return buf[:, :rows].t()
-    ld = -(-max(cols, 1) // 8) * 8
-    buf = torch.full((rows, ld), float("nan"), device="cuda", dtype=tdt)
-    buf[:, :cols] = torch.randn((rows, cols), generator=gen, device="cuda").to(tdt)
-    return buf[:, :cols]
-
-
-def _ref(torch, a, b, c_old, bias, alpha, beta, epilogue):
-    r = alpha * (a.double() @ b.double())
-    if beta != 0:
-        r = r + beta * c_old.double()
-    if bias is not None:
-        r = r + bias.double()
-    if epilogue == "bias_relu":
-        r = torch.relu(r)
-    elif epilogue == "bias_gelu":
-        r = 0.5 * r * (1.0 + torch.erf(r / math.sqrt(2.0)))
-    elif epilogue == "bias_silu":
-        r = r * torch.sigmoid(r)
-    return r
+_mods = sm90_mods
 
 
 def _run(m, n, k, dtype, *, a_t=False, b_t=False, alpha=1.0, beta=0.0, epilogue="identity",
@@ -66,12 +23,12 @@ def _run(m, n, k, dtype, *, a_t=False, b_t=False, alpha=1.0, beta=0.0, epilogue=
     gen = torch.Generator(device="cuda").manual_seed(seed)
     tdt = getattr(torch, dtype)
     odt = tdt if out_dtype is None else getattr(torch, out_dtype)
-    a = _operand(torch, m, k, tdt, gen, a_t)
-    b = _operand(torch, k, n, tdt, gen, b_t)
+    a = padded_operand(torch, m, k, tdt, gen, a_t)
+    b = padded_operand(torch, k, n, tdt, gen, b_t)
     if c is None:
         c = torch.randn((m, n), generator=gen, device="cuda").to(odt)
     if beta == 0:
-        c.fill_(float("nan"))                    # poisoned: must not be read
+        poison_(c)                               # poisoned: must not be read
     c_old = c.clone()
     bias = None
     if epilogue != "identity":
@@ -83,11 +40,8 @@ def _run(m, n, k, dtype, *, a_t=False, b_t=False, alpha=1.0, beta=0.0, epilogue=
     assert tmpl.name == "gemm_sm90", (m, n, k, knobs)
     plan.run(args)
     torch.cuda.synchronize()
-    ref = _ref(torch, a, b, c_old, bias, alpha, beta, epilogue)
-    assert torch.isfinite(c).all(), (m, n, k, dtype, knobs)
-    den = torch.linalg.norm(ref).item()
-    err = torch.linalg.norm(c.double() - ref).item() / (den if den else 1.0)
-    assert err <= TOL[dtype], (m, n, k, dtype, knobs, err)
+    ref = ref_gemm(torch, a, b, c_old, bias, alpha, beta, epilogue)
+    assert_close(torch, c, ref, TOL[dtype], (m, n, k, dtype, knobs))
     return knobs
 
 

@@ -4,48 +4,22 @@ every epilogue, alpha / beta, poisoned outputs, SIMT fallback of unaligned opera
 Metric ‖out − ref‖ / ‖ref‖ with O(1) inputs: tf32 rounds inputs to 10 mantissa bits (RN), so
 the expected error is ≈ 2-3e-4; the bound is 6e-4."""
 
-import math
-
 import pytest
+from _gemm_helpers import TF32_TOL as TOL
+from _gemm_helpers import dense_operand, gemm_mods, poison_, ref_gemm, rel_err
 
 pytestmark = pytest.mark.gpu
-
-TOL = 6e-4
-
-
-def _mods():
-    torch = pytest.importorskip("torch")
-    from baracuda_dsl.plans.gemm import GemmArgs, GemmDescriptor, GemmPlan
-
-    return torch, GemmArgs, GemmDescriptor, GemmPlan
-
-
-def _ref(torch, a, b, c_old, bias, alpha, beta, epilogue):
-    r = alpha * (a.double() @ b.double())
-    if beta != 0:
-        r = r + beta * c_old.double()
-    if bias is not None:
-        r = r + bias.double()
-    if epilogue == "bias_relu":
-        r = torch.relu(r)
-    elif epilogue == "bias_gelu":
-        r = 0.5 * r * (1.0 + torch.erf(r / math.sqrt(2.0)))
-    elif epilogue == "bias_silu":
-        r = r * torch.sigmoid(r)
-    return r
 
 
 def _run(m, n, k, *, a_t=False, b_t=False, alpha=1.0, beta=0.0, epilogue="identity",
          tile=None, expect="gemm_tf32", seed=0):
-    torch, GemmArgs, GemmDescriptor, GemmPlan = _mods()
+    torch, GemmArgs, GemmDescriptor, GemmPlan = gemm_mods()
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    a = torch.randn((k, m) if a_t else (m, k), generator=gen, device="cuda")
-    a = a.t() if a_t else a
-    b = torch.randn((n, k) if b_t else (k, n), generator=gen, device="cuda")
-    b = b.t() if b_t else b
+    a = dense_operand(torch, m, k, torch.float32, gen, a_t)
+    b = dense_operand(torch, k, n, torch.float32, gen, b_t)
     c = torch.randn((m, n), generator=gen, device="cuda")
-    if beta == 0 and c.numel():
-        c.fill_(float("nan"))                       # poisoned: must not be read
+    if beta == 0:
+        poison_(c)                                  # poisoned: must not be read
     c_old = c.clone()
     bias = torch.randn((n,), generator=gen, device="cuda") if epilogue != "identity" else None
     plan = GemmPlan.select(GemmDescriptor(m, n, k, "f32", alpha=alpha, beta=beta,
@@ -56,10 +30,9 @@ def _run(m, n, k, *, a_t=False, b_t=False, alpha=1.0, beta=0.0, epilogue="identi
         assert name == expect, (m, n, k, name)
     plan.run(args)
     torch.cuda.synchronize()
-    ref = _ref(torch, a, b, c_old, bias, alpha, beta, epilogue)
+    ref = ref_gemm(torch, a, b, c_old, bias, alpha, beta, epilogue)
     assert torch.isfinite(c).all(), (m, n, k, name)
-    den = torch.linalg.norm(ref).item()
-    err = torch.linalg.norm(c.double() - ref).item() / (den or 1.0)
+    err = rel_err(torch, c, ref)
     assert err <= TOL, (m, n, k, a_t, b_t, name, err)
     return err
 
