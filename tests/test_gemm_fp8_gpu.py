@@ -12,6 +12,9 @@ from _gemm_helpers import assert_close, poison_, rel_err
 pytestmark = pytest.mark.gpu
 
 TOL = {"bf16": 1e-2, "f16": 2e-3, "f32": 1e-5}
+#: f32 output of the sm90a wgmma kernel: Hopper's fp8 tensor cores accumulate with reduced
+#: precision (measured 6e-5 at k = 48, 5e-4 at k = 1040; see plans/gemm_fp8.py)
+WGMMA_F32_TOL = 2e-3
 
 
 def _mods():
@@ -88,7 +91,10 @@ def _run(m, n, k, at="e4m3", bt="e4m3", out="bf16", sa_shape="row", sb_shape="te
         ref = ref + bv.double()
     ctx = (m, n, k, at, bt, out, sa_shape, sb_shape, bias, tile, c_layout)
     if m and n:
-        assert_close(torch, c, ref, TOL[out], ctx)
+        tol = TOL[out]
+        if out == "f32" and plan.sku().template == "gemm_sm90":
+            tol = WGMMA_F32_TOL
+        assert_close(torch, c, ref, tol, ctx)
     if c_layout == "pad":
         assert torch.isnan(buf[:, n:].float()).all(), ctx          # untouched
     elif c_layout == "gap":

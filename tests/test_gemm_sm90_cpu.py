@@ -208,7 +208,7 @@ def test_launch_arguments(monkeypatch, tile):
     assert ta == spec90.operand_tmap(BASE, "bf16", True, m, k, k, 128)
     assert tb == spec90.operand_tmap(BASE + (1 << 30), "bf16", True, n, k, 4104, 256, 64, cl)
     assert args[2:] == [c.ptr, bias.ptr, c.ptr, c.ptr, m, n, k, n, 1, 1, 0, 0, 2.0, 0.5, 1,
-                        spec90.ACT_CODES["gelu"] | spec90.EPI_PAIRS]
+                        spec90.ACT_CODES["gelu"] | spec90.EPI_VEC]
     pack = ArgPack(spec90.GEMM_SM90.params)
     slots = (ctypes.c_void_p * len(args)).from_address(pack.set(args))
     assert ctypes.string_at(slots[0], 128) == ta and ctypes.string_at(slots[1], 128) == tb
@@ -267,14 +267,14 @@ def test_operand_tmap_fields():
 
 def test_epi_word():
     f = spec90.epi_word
-    P = spec90.EPI_PAIRS
-    assert f("gelu", 0x1000, 1000, 1, 7, 2) == spec90.ACT_CODES["gelu"] | P
-    assert f("none", 0x1002, 1000, 1, 7, 2) == 0                    # base not pair-aligned
-    assert f("relu", 0x1000, 1001, 1, 7, 2) == 1                    # odd row stride
-    assert f("relu", 0x1000, 1001, 1, 1, 2) == 1 | P                # ... irrelevant for m = 1
+    V = spec90.EPI_VEC
+    assert f("gelu", 0x1000, 1000, 1, 7, 2) == spec90.ACT_CODES["gelu"] | V     # 2000-byte rows
+    assert f("none", 0x1008, 1000, 1, 7, 2) == 0                    # base not 16-byte aligned
+    assert f("relu", 0x1000, 1004, 1, 7, 2) == 1                    # 2008-byte rows
+    assert f("relu", 0x1000, 1004, 1, 1, 2) == 1 | V                # ... irrelevant for m = 1
     assert f("silu", 0x1000, 1, 1000, 7, 2) == 3                    # column-major c
-    assert f("none", 0x1000, 1000, 1, 7, 4, bias_ptr=0x2004) == 0   # f32 bias not 8-aligned
-    assert f("none", 0x1000, 1000, 1, 7, 4, bias_ptr=0x2008) == P
+    assert f("none", 0x1000, 1000, 1, 7, 4, bias_ptr=0x2008) == 0   # bias not 16-byte aligned
+    assert f("none", 0x1000, 1000, 1, 7, 4, bias_ptr=0x2010) == V
     assert f("none", 0x1000, 1000, 1, 7, 2, bias_ptr=0x2000, bs=2) == 0
 
 

@@ -94,6 +94,28 @@ def test_strided_and_column_major_c():
     _run(160, 136, 64, "bfloat16", c=ct, alpha=2.0, beta=1.0)
 
 
+@pytest.mark.parametrize("tile", ["wgmma128x128", "wgmma128x256c2"])
+def test_epilogue_vector_and_scalar_paths(tile):
+    """The staged epilogue's 16-byte vector path (aligned row-major c / bias, full segments) and
+    its element-wise fallback: rows of a stride that breaks 16-byte alignment, a c base off by
+    one element, n not a multiple of 16 (partial last segment), beta reading c both ways; the
+    padding next to the strided c rows must stay untouched."""
+    torch, *_ = _mods()
+    for dt, odt in (("bfloat16", None), ("float16", "float32")):
+        tdt = getattr(torch, dt if odt is None else odt)
+        buf = torch.full((200, 264 + 3), float("nan"), device="cuda", dtype=tdt)
+        c = buf[:, :264]                                         # row stride 267: scalar path
+        c.copy_(torch.randn((200, 264), device="cuda"))
+        _run(200, 264, 96, dt, out_dtype=odt, c=c, beta=0.5, epilogue="bias_relu", tile=tile)
+        assert torch.isnan(buf[:, 264:].float()).all()
+        flat = torch.empty(200 * 264 + 1, device="cuda", dtype=tdt)
+        c = flat[1:].view(200, 264)                              # base off by one element
+        _run(200, 264, 96, dt, out_dtype=odt, c=c, epilogue="bias_gelu", tile=tile, seed=1)
+        _run(333, 1040, 160, dt, out_dtype=odt, beta=-1.0, epilogue="bias_silu", tile=tile,
+             seed=2)                                             # full vectors, beta
+        _run(129, 1000 + 7, 64, dt, out_dtype=odt, epilogue="bias", tile=tile, seed=3)
+
+
 def test_default_selection_and_persistence():
     """Default picks on an H100 (128x256 for large problems, 128x128 otherwise), and grids with
     many more tiles than SMs (the persistent loop)."""

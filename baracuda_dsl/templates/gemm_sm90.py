@@ -32,7 +32,7 @@ Knobs:
   of one column (the odd one past m, if any, loads zeros and stores nothing).
 
 alpha, beta, the bias switch and the epilogue word ``epi`` (activation code :data:`ACT_CODES`
-in bits 0-1, :data:`EPI_PAIRS` = c / bias allow paired stores, see :func:`epi_word`) are
+in bits 0-1, :data:`EPI_VEC` = c / bias allow 16-byte vectors, see :func:`epi_word`) are
 run-time parameters (the scale pointers are read by the fp8 SKUs only):
 2 dtypes × 2 outs × 2 × 2 majors × 2 tiles = 32 SKUs plus 8 cluster SKUs (2 dtypes × 2 outs ×
 2 b majors) plus 18 fp8 SKUs (3 type pairs × 3 outs × 2 tiles) = 58, sm90a only.
@@ -65,32 +65,41 @@ A_MAJORS = ("k", "m")
 B_MAJORS = ("k", "n")
 #: run-time activation codes of the ``act`` parameter
 ACT_CODES = {"none": 0, "relu": 1, "gelu": 2, "silu": 3}
-#: ``epi`` bit: c has unit column stride, c's base and row stride allow 2-element aligned
-#: accesses (and bias, if read, is dense and aligned likewise): the epilogue then reads / writes
-#: adjacent column pairs of the accumulator fragment as one vector
-EPI_PAIRS = 4
+#: ``epi`` bit: c has unit column stride, and its base and row stride allow 16-byte accesses
+#: (and bias, if read, is dense and 16-byte aligned likewise): the epilogue then reads / writes
+#: each thread's 16 consecutive columns of a staged chunk as 16-byte vectors
+EPI_VEC = 4
+#: epilogue staging: each consumer warpgroup moves its 64 × bN accumulators through shared memory
+#: in chunks of 64 × EPI_CW f32 (row stride EPI_LD: the padding makes the fragment writes
+#: bank-conflict-free); per chunk each thread then owns EPI_SEG consecutive columns of one row
+EPI_CW = 32
+EPI_LD = EPI_CW + 8
+EPI_SEG = 16
 
 
 def epi_word(act: str, c_ptr: int, csm: int, csn: int, m: int, out_itemsize: int,
              bias_ptr=None, bs: int = 1) -> int:
-    """The kernel's ``epi`` parameter: activation code | EPI_PAIRS when paired c (and bias)
-    accesses are aligned."""
-    pair = 2 * out_itemsize
-    ok = csn == 1 and c_ptr % pair == 0 and (csm % 2 == 0 or m == 1)
+    """The kernel's ``epi`` parameter: activation code | EPI_VEC when 16-byte vector c (and
+    bias) accesses are aligned."""
+    ok = (csn == 1 and c_ptr % 16 == 0 and ((csm * out_itemsize) % 16 == 0 or m == 1))
     if bias_ptr is not None:
-        ok = ok and bs == 1 and bias_ptr % pair == 0
-    return ACT_CODES[act] | (EPI_PAIRS if ok else 0)
+        ok = ok and bs == 1 and bias_ptr % 16 == 0
+    return ACT_CODES[act] | (EPI_VEC if ok else 0)
+
+
 #: 1 producer warpgroup + 2 consumer warpgroups
 THREADS = 384
 #: grouped rasterisation: tiles walk GROUP_M tile rows down m, then along n
 GROUP_M = 8
 #: shared-memory bytes beyond the operand stages: mbarriers + 1024-byte alignment slack
 SMEM_EXTRA = 1024 + 256
+#: the two consumer warpgroups' epilogue staging chunks (f32)
+EPI_SMEM = 2 * 64 * EPI_LD * 4
 
 
 def smem_bytes(tile: str) -> int:
     bm, bn, bk, st = TILES[tile]
-    return st * (bm + bn) * bk * 2 + SMEM_EXTRA
+    return st * (bm + bn) * bk * 2 + EPI_SMEM + SMEM_EXTRA
 
 
 def num_tiles(m: int, n: int, tile: str) -> int:
