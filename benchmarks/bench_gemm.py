@@ -78,7 +78,15 @@ def interleaved(fns, *, warm: int = 3, budget_s: float = ROW_BUDGET_S, block_ms:
     (calls per block, the same for every callable so host overhead is treated alike) makes the
     slowest callable's block at least ``block_ms`` (at most ``max_batch`` calls); the number of
     rounds fits ``budget_s`` (between ``min_rounds`` and ``max_rounds``).  Round r times the
-    callables in order r, r+1, ... (rotated), so no callable always follows the same one."""
+    callables in order r, r+1, ... (rotated), so no callable always follows the same one.
+
+    Device time, not host time: every timed block is queued behind a GPU sleep kernel long
+    enough to cover the host's enqueueing of the whole block (``torch.cuda._sleep``), so the
+    start event fires only when all of the block's launches are already queued — small problems
+    (m = 1, 16) are not timed at the speed of the Python launch path.  That host cost is
+    reported separately: ``Timing.host_us`` = median host µs per call (enqueue only)."""
+    import time as _time
+
     torch = H._torch()
     s = torch.cuda.current_stream()
     fns = list(fns)
@@ -86,32 +94,47 @@ def interleaved(fns, *, warm: int = 3, budget_s: float = ROW_BUDGET_S, block_ms:
         for _ in range(warm):
             f()
     torch.cuda.synchronize()
+    sleep = [0]
 
     def block(f, n):
         e0 = torch.cuda.Event(enable_timing=True)
         e1 = torch.cuda.Event(enable_timing=True)
+        if sleep[0]:
+            torch.cuda._sleep(sleep[0])
         e0.record(s)
+        t0 = _time.perf_counter()
         for _ in range(n):
             f()
+        host = (_time.perf_counter() - t0) / n * 1e6
         e1.record(s)
         e1.synchronize()
-        return e0.elapsed_time(e1) / n
+        return e0.elapsed_time(e1) / n, host
 
-    est = [block(f, 2) for f in fns]
+    host = [block(f, 4)[1] for f in fns]           # host µs per call (enqueue)
+    # GPU clock cycles covering the enqueue of one block of the slowest-to-enqueue callable
+    # (~2 GHz; 2x margin), filled in once the batch is known
+    est = [block(f, 2)[0] for f in fns]
     slow = max(max(est), 1e-4)
     batch = max(1, min(max_batch, math.ceil(block_ms / slow)))
-    round_ms = sum(est) * batch
+    sleep[0] = int(2 * max(host) * 1e-6 * batch * 2e9) + 100_000
+    est = [block(f, batch)[0] for f in fns]          # device time per call, queue prefilled
+    round_ms = sum(est) * batch + sleep[0] / 2e6 * len(fns)
     rounds = int(max(min_rounds, min(max_rounds, budget_s * 1e3 / max(round_ms, 1e-3))))
     ts = [[] for _ in fns]
+    hs = [[] for _ in fns]
     for r in range(rounds):
         for j in range(len(fns)):
             i = (r + j) % len(fns)
-            ts[i].append(block(fns[i], batch))
+            t, h = block(fns[i], batch)
+            ts[i].append(t)
+            hs[i].append(h)
     out = []
-    for t in ts:
+    for t, h in zip(ts, hs):
         t.sort()
         p90 = t[min(len(t) - 1, int(math.ceil(0.9 * len(t))) - 1)]
-        out.append(H.Timing(statistics.median(t), t[0], p90, len(t), batch))
+        tm = H.Timing(statistics.median(t), t[0], p90, len(t), batch)
+        tm.host_us = statistics.median(h)
+        out.append(tm)
     return out
 
 
@@ -223,6 +246,7 @@ def _case(torch, dtype, m, n, k, nt, variants=False):
                 row[f"{key}_tflops"] = float("nan")
     ts = interleaved(fns)
     fl = 2.0 * m * n * k
+    row.update(host_us=ts[0].host_us, torch_host_us=ts[1].host_us)
     row.update(ms=ts[0].median, torch_ms=ts[1].median, ms_min=ts[0].min,
                torch_ms_min=ts[1].min, rounds=ts[0].samples, batch=ts[0].batch,
                tflops=fl / ts[0].median / 1e9, torch_tflops=fl / ts[1].median / 1e9)
@@ -247,7 +271,8 @@ def wanted(case: str, match) -> bool:
 
 def _line(r) -> str:
     s = (f"{r['case']}: {r['kernel']} {r['ms']:.4f} ms {r['tflops']:.1f} TFLOP/s (cuBLAS "
-         f"{r['torch_tflops']:.1f}, x{r['torch_ms'] / r['ms']:.2f}) err {r['err']:.1e}")
+         f"{r['torch_tflops']:.1f}, x{r['torch_ms'] / r['ms']:.2f}) err {r['err']:.1e} "
+         f"host {r.get('host_us', 0):.0f}/{r.get('torch_host_us', 0):.0f} us")
     extra = [f"{hdr} {H.fmt(r.get(key + '_tflops'), '.1f')}" for key, hdr, _ in VARIANTS
              if key + "_tflops" in r]
     return s + (" | " + ", ".join(extra) if extra else "")
@@ -282,7 +307,8 @@ def run(out_dir=None, quick: bool = False, log=print, variants: bool = False,
 def markdown(res: dict) -> str:
     """One table row per case (dtype and shape in the first column)."""
     var = bool(res.get("variants"))
-    hdr = ["case", "kernel", "ours ms", "TFLOP/s", "cuBLAS TFLOP/s", "vs cuBLAS"]
+    hdr = ["case", "kernel", "ours ms", "TFLOP/s", "cuBLAS TFLOP/s", "vs cuBLAS",
+           "host µs/call (ours / torch)"]
     if var:
         hdr += [h for _, h, _ in VARIANTS]
     hdr.append("check (rel err)")
@@ -292,7 +318,8 @@ def markdown(res: dict) -> str:
             out.append([r["case"]] + ["—"] * (len(hdr) - 2) + [r["error"]])
             continue
         row = [r["case"], r["kernel"], H.fmt(r["ms"], ".4f"), H.fmt(r["tflops"], ".1f"),
-               H.fmt(r["torch_tflops"], ".1f"), H.fmt(r["torch_ms"] / r["ms"])]
+               H.fmt(r["torch_tflops"], ".1f"), H.fmt(r["torch_ms"] / r["ms"]),
+               f"{H.fmt(r.get('host_us'), '.0f')} / {H.fmt(r.get('torch_host_us'), '.0f')}"]
         if var:
             row += [H.fmt(r.get(key + "_tflops"), ".1f") for key, _, _ in VARIANTS]
         row.append(f"{'ok' if r['ok'] else 'FAIL'} ({r['err']:.1e})")
