@@ -271,10 +271,19 @@ def test_split_heuristic():
         assert dict(p.sku().knobs)["tile"] == "16x32" and p.splits == 4
         assert p.workspace_size() == 4 * m * 4096 * 4
         assert p._ks == 1024
+    # sm90a, m > 16, under 64 tiles of 128x128: the wgmma 128x128 SKU split over k
+    # (m = 128, n = 4096: 32 tiles -> 132 // 32 = 4 splits of whole 64-blocks; f32 partials)
     p = sel(128, 4096, 4096)
-    assert dict(p.sku().knobs)["tile"] == "64x64" and p.splits == 4 and p._ks == 1024
+    assert p.sku().template == "gemm_sm90" and dict(p.sku().knobs)["tile"] == "128x128"
+    assert dict(p.sku().knobs)["out"] == "f32" and p.splits == 4 and p._ks == 1024
     p = sel(128, 4096, 14336)
     assert p.splits == 4 and p._ks == 3584
+    assert sel(128, 4096, 1000).sku().template == "gemm_mma"      # k < WG_SPLIT_MIN_K
+    p = sel(200, 2000, 4160)                                       # 32 tiles, 65 k blocks
+    assert p.splits == 4 and p._ks == 17 * 64 and 4160 - 3 * 1088 == 896   # last: 14 blocks
+    # on sm80 / sm89 the mma.sync 64x64 tile splits instead
+    p = sel(128, 4096, 4096, PREF)
+    assert dict(p.sku().knobs)["tile"] == "64x64" and p.splits == 324 // 128
     # enough CTAs (448 decode CTAs) or too little k: no split
     assert sel(16, 14336, 4096).splits == 1 and sel(16, 14336, 4096).workspace_size() == 0
     assert sel(16, 4096, 1023).splits == 1
@@ -450,3 +459,28 @@ def test_split_default_tiles():
     assert dict(p.sku().knobs)["tile"] == "128x128" and p.splits == 1
     q = GemmPlan.select(GemmDescriptor(1024, 1536, 4096, "bf16"), PREF, splits=2)
     assert q.splits == 2 and q._ks == 2048 and q.workspace_size() == 2 * 1024 * 1536 * 4
+
+
+def test_wgmma_split_launch_args(launches, monkeypatch):
+    """sm90a small grid: the wgmma 128x128 f32 SKU over (tile, split) work units into the
+    workspace (split triple S, k blocks per split, partial stride), then the reduction."""
+    import baracuda_dsl.runtime.device as dev
+    from baracuda_dsl.templates import gemm_sm90 as spec90
+    from baracuda_dsl.vocabulary import Workspace
+
+    monkeypatch.setattr(dev, "sm_count", lambda ordinal=0: 132)
+    m, n, k = 128, 4096, 4096
+    p = GemmPlan.select(GemmDescriptor(m, n, k, "bf16", epilogue="bias_gelu", beta=0.5), SM90)
+    assert p.splits == 4 and p._ks == 1024
+    a, b, c = row(m, k, bfloat16), col(k, n, bfloat16), row(m, n, bfloat16)
+    bias = tv((n,), (1,), bfloat16)
+    ws_ptr = 1 << 30
+    p.run(GemmArgs(a, b, c, bias), stream=3, workspace=Workspace(ws_ptr, p.workspace_size()))
+    (t1, kn1, g1, a1, s1), (t2, kn2, g2, a2, s2) = launches
+    assert t1 == "gemm_sm90" and kn1["out"] == "f32" and kn1["tile"] == "128x128"
+    assert g1 == (min(32 * 4, 132), 1, 1) and s1 == s2 == 3
+    # c = the workspace (row stride n), no bias, alpha 1, beta 0, act none; split (4, 16, m·n)
+    assert a1[2:] == [ws_ptr, ws_ptr, c.ptr, c.ptr, m, n, k, n, 1, 0, 0, 0, 1.0, 0.0, 0,
+                      spec90.EPI_VEC, 4, 16, m * n]
+    assert t2 == "gemm_splitk_reduce" and kn2 == dict(out="bf16", act="gelu")
+    assert a2 == [ws_ptr, c.ptr, bias.ptr, m, n, 4, n, n, 1, 1, 1.0, 0.5, 1]

@@ -73,8 +73,11 @@ def test_sm90_selection():
     assert dec.sku().template == "gemm_mma" and dict(dec.sku().knobs)["tile"] == "16x32"
     assert GemmPlan.select(GemmDescriptor(17, 8192, 4096, "bf16"),
                            SM90).sku().template == "gemm_sm90"
-    # grids under SM90_MIN_TILES 128x128 tiles (m = 128, n = 4096: 32) keep mma.sync 64x64
+    # grids under SM90_MIN_TILES 128x128 tiles (m = 128, n = 4096: 32) split k on wgmma
     small = GemmPlan.select(GemmDescriptor(128, 4096, 4096, "bf16"), SM90)
+    assert small.sku().template == "gemm_sm90" and dict(small.sku().knobs)["tile"] == "128x128"
+    assert small.splits == 4
+    small = GemmPlan.select(GemmDescriptor(128, 4096, 512, "bf16"), SM90)      # k too short
     assert small.sku().template == "gemm_mma" and dict(small.sku().knobs)["tile"] == "64x64"
     assert GemmPlan.select(GemmDescriptor(64, 64, 64, "f32"), SM90).sku().template == "gemm_simt"
     # other arches never see the wgmma kernel
@@ -208,7 +211,7 @@ def test_launch_arguments(monkeypatch, tile):
     assert ta == spec90.operand_tmap(BASE, "bf16", True, m, k, k, 128)
     assert tb == spec90.operand_tmap(BASE + (1 << 30), "bf16", True, n, k, 4104, 256, 64, cl)
     assert args[2:] == [c.ptr, bias.ptr, c.ptr, c.ptr, m, n, k, n, 1, 1, 0, 0, 2.0, 0.5, 1,
-                        spec90.ACT_CODES["gelu"] | spec90.EPI_VEC]
+                        spec90.ACT_CODES["gelu"] | spec90.EPI_VEC, 1, math.ceil(k / 64), 0]
     pack = ArgPack(spec90.GEMM_SM90.params)
     slots = (ctypes.c_void_p * len(args)).from_address(pack.set(args))
     assert ctypes.string_at(slots[0], 128) == ta and ctypes.string_at(slots[1], 128) == tb

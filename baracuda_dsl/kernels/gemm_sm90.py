@@ -10,8 +10,10 @@ Kernel parameters (``templates.gemm_sm90``): ``ta`` / ``tb`` are CUtensorMap des
 value, 128 bytes) of a seen as (m, k) and b seen as (n, k) — 2-D, 64 elements along the
 operand's contiguous dim × (tile rows | 64), 128-byte swizzle, zero fill out of bounds; the host
 encodes them with ``templates.gemm_sm90.operand_tmap`` — followed by c, bias, the fp8 scale
-vectors sa / sb, m, n, k, c strides, bias stride, scale strides, alpha, beta, has_bias and
-``epi`` (activation code | paired-store bit).
+vectors sa / sb, m, n, k, c strides, bias stride, scale strides, alpha, beta, has_bias,
+``epi`` (activation code | vector bit) and the split-K triple ``splits``, ``kps``, ``zc``: the
+work units are (tile, split) pairs, split s covers k blocks [s·kps, (s+1)·kps) and writes its
+partial product at c + s·zc (1, all k blocks, 0 when not split).
 
 Structure (384 threads, one CTA per SM, persistent over the output tiles):
 
@@ -194,7 +196,8 @@ def build(knobs: dict):
     def kernel(tma_a: cute.CopyAtom, tma_b: cute.CopyAtom, pc: cute.Pointer,
                pbias: cute.Pointer, psa: cute.Pointer, psb: cute.Pointer, m: Int32, n: Int32,
                k: Int32, csm: Int64, csn: Int64, bs: Int64, sas: Int64, sbs: Int64,
-               alpha: Float32, beta: Float32, has_bias: Int32, epi: Int32):
+               alpha: Float32, beta: Float32, has_bias: Int32, epi: Int32, splits: Int32,
+               kps: Int32, zc: Int64):
         tidx, _, _ = cute.arch.thread_idx()
         act = epi & 3
         vec = (epi & EPI_VEC) != 0
@@ -256,13 +259,15 @@ def build(knobs: dict):
             cute.arch.setmaxregister_decrease(PRODUCER_REGS)
             if warp == 0:
                 state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, ST)
-                for t in cutlass.range(cid, ntiles, ncl):
+                for u in cutlass.range(cid, ntiles * splits, ncl):
+                    t = u % ntiles
+                    kb0 = (u // ntiles) * kps
                     first_m = (t // per_group) * GM
                     gsz = cutlass.min(tiles_mc - first_m, GM)
                     r = t % per_group
                     tm = (first_m + r % gsz) * CL + rank
                     tn = r // gsz
-                    for kt in cutlass.range(ktiles):
+                    for kt in cutlass.range(kb0, cutlass.min(ktiles, kb0 + kps)):
                         pipe.producer_acquire(state)
                         bar = pipe.producer_get_barrier(state)
                         cute.copy(tma_a, tAgA[(None, tm, kt)], tAsA[(None, state.index)],
@@ -302,7 +307,10 @@ def build(knobs: dict):
             erow = wtid // (EPI_CW // EPI_SEG)           # staged row this thread finishes
             eseg = wtid % (EPI_CW // EPI_SEG)
             ps_wg = st.sC.data_ptr() + wgc * (64 * EPI_LD)
-            for t in cutlass.range(cid, ntiles, ncl):
+            for u in cutlass.range(cid, ntiles * splits, ncl):
+                t = u % ntiles
+                sp = u // ntiles                          # k split of this work unit
+                nk = cutlass.min(ktiles - sp * kps, kps)
                 first_m = (t // per_group) * GM
                 gsz = cutlass.min(tiles_mc - first_m, GM)
                 r = t % per_group
@@ -311,7 +319,7 @@ def build(knobs: dict):
                 acc.fill(0.0)
                 tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
                 warpgroup.fence()
-                for kt in cutlass.range(ktiles):
+                for kt in cutlass.range(nk):
                     pipe.consumer_wait(rstate)
                     for kb in cutlass.range_constexpr(NKB):
                         crd = (None, None, kb, rstate.index)
@@ -324,7 +332,7 @@ def build(knobs: dict):
                         pipe.consumer_release(fstate)
                         fstate.advance()
                 warpgroup.wait_group(0)
-                if ktiles > 0:
+                if nk > 0:
                     pipe.consumer_release(fstate)
                     fstate.advance()
 
@@ -343,28 +351,30 @@ def build(knobs: dict):
                     gc = tn * bN + q * EPI_CW + eseg * EPI_SEG
                     for ai in cutlass.range_constexpr(len(ACTS)):
                         if act == ACTS[ai][1]:
-                            _readout(ps_wg, erow, eseg, gr, gc, pc, pbias, psa, psb, m, n, csm,
-                                     csn, bs, sas, sbs, alpha, beta, use_beta, hb, vec,
-                                     ACTS[ai][0], OT, FP8)
+                            _readout(ps_wg, erow, eseg, gr, gc, pc + Int64(sp) * zc, pbias, psa,
+                                     psb, m, n, csm, csn, bs, sas, sbs, alpha, beta, use_beta,
+                                     hb, vec, ACTS[ai][0], OT, FP8)
 
     @cute.jit
     def launch(pa: cute.Pointer, pb: cute.Pointer, pc: cute.Pointer, pbias: cute.Pointer,
                psa: cute.Pointer, psb: cute.Pointer, m: Int32, n: Int32, k: Int32, lda: Int64,
                ldb: Int64, csm: Int64, csn: Int64, bs: Int64, sas: Int64, sbs: Int64,
-               alpha: Float32, beta: Float32, has_bias: Int32, epi: Int32, grid: Int32, stream):
+               alpha: Float32, beta: Float32, has_bias: Int32, epi: Int32, splits: Int32,
+               kps: Int32, zc: Int64, grid: Int32, stream):
         lda = cute.assume(lda, divby=128 // T.width)
         ldb = cute.assume(ldb, divby=128 // TB.width)
         tma_a, _ = operand_tma(T, a_k, pa, m, k, lda, bM, bK, ST)
         tma_b, _ = operand_tma(TB, b_k, pb, n, k, ldb, bN, bK, ST, CL)
         if cutlass.const_expr(CL == 1):
             kernel(tma_a, tma_b, pc, pbias, psa, psb, m, n, k, csm, csn, bs, sas, sbs, alpha,
-                   beta, has_bias, epi).launch(grid=[grid, 1, 1], block=[THREADS, 1, 1],
-                                               smem=SMEM, min_blocks_per_mp=1, stream=stream)
+                   beta, has_bias, epi, splits, kps, zc).launch(
+                       grid=[grid, 1, 1], block=[THREADS, 1, 1], smem=SMEM,
+                       min_blocks_per_mp=1, stream=stream)
         else:
             kernel(tma_a, tma_b, pc, pbias, psa, psb, m, n, k, csm, csn, bs, sas, sbs, alpha,
-                   beta, has_bias, epi).launch(grid=[grid, 1, 1], block=[THREADS, 1, 1],
-                                               cluster=[CL, 1, 1], smem=SMEM,
-                                               min_blocks_per_mp=1, stream=stream)
+                   beta, has_bias, epi, splits, kps, zc).launch(
+                       grid=[grid, 1, 1], block=[THREADS, 1, 1], cluster=[CL, 1, 1],
+                       smem=SMEM, min_blocks_per_mp=1, stream=stream)
 
     from cutlass.cute.runtime import make_fake_stream, make_ptr
 
@@ -374,5 +384,6 @@ def build(knobs: dict):
     args = [ptr(T, 16), ptr(TB, 16), ptr(OT, OT.width // 8), ptr(OT, OT.width // 8),
             ptr(Float32, 4), ptr(Float32, 4), Int32(1), Int32(1), Int32(1), Int64(16),
             Int64(16), Int64(8), Int64(8), Int64(8), Int64(0), Int64(0), Float32(1.0),
-            Float32(0.0), Int32(0), Int32(0), Int32(CL), make_fake_stream()]
+            Float32(0.0), Int32(0), Int32(0), Int32(1), Int32(1), Int64(0), Int32(CL),
+            make_fake_stream()]
     return launch, args

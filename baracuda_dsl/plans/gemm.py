@@ -132,6 +132,11 @@ SPLIT_MAX = 8
 SPLIT_MIN_K = 512
 #: the most splits ``select(..., splits=S)`` accepts
 SPLIT_MAX_FORCED = 64
+#: sm90a small grids (m > DECODE_MAX_M, fewer than SM90_MIN_TILES 128×128 tiles) with k of at
+#: least WG_SPLIT_MIN_K run the wgmma 128×128 SKU split over k (one work unit per (tile, split)
+#: of the persistent grid, each split at least WG_SPLIT_MIN_KB k blocks of 64)
+WG_SPLIT_MIN_K = 1024
+WG_SPLIT_MIN_KB = 4
 _I32 = 2 ** 31 - 1
 _GRID_Y = 65535
 
@@ -276,6 +281,10 @@ class GemmPlan(Plan):
                     and big >= SM90_MIN_TILES):
                 t256 = spec90.num_tiles(d.m, d.n, "128x256")
                 tile = "wgmma128x256c2" if t256 >= SM90_BIG_TILE_MIN_CTAS else "wgmma128x128"
+            elif (plan._arch is ArchSku.SM90A and d.m > DECODE_MAX_M
+                    and d.k >= WG_SPLIT_MIN_K):
+                tile = "wgmma128x128"            # small grid: split over k (_split_k)
+                plan._wg_split = True
             elif d.m <= DECODE_MAX_M:
                 tile = spec.DECODE_TILE
             else:
@@ -283,6 +292,7 @@ class GemmPlan(Plan):
         plan._tile = tile
         plan._act = _ACT[d.epilogue]
         plan._knob_memo = {}
+        plan.__dict__.setdefault("_wg_split", False)
         plan._splits, plan._ks = plan._split_k(splits)
         acc = float64 if d.dtype is float64 else float32
         pg = PrecisionGuarantee(math_precision=d.dtype, accumulator=acc)
@@ -293,7 +303,7 @@ class GemmPlan(Plan):
             knobs.pop("a_major")
             knobs.pop("b_major")
         elif tile in SM90_TILES:
-            tmpl, knobs = spec90.GEMM_SM90, dict(plan._sm90_knobs("k", "k"))
+            tmpl, knobs = spec90.GEMM_SM90, dict(plan._sm90_knobs("k", "k", plan._splits > 1))
             knobs.pop("a_major")
             knobs.pop("b_major")
         else:
@@ -312,11 +322,14 @@ class GemmPlan(Plan):
         takes k - (S-1)·ks >= 1); (1, k) when not split.  See the module docstring."""
         d = self.desc
         mma = self._tile in spec.TILES and d.dtype in HALF
-        if forced is not None and forced > 1 and not mma:
+        wg = self._tile == "wgmma128x128" and d.dtype in HALF
+        if forced is not None and forced > 1 and not (mma or wg):
             raise UnsupportedError(
                 f"Gemm: split-K is wired for float16 / bfloat16 on the mma.sync tiles "
-                f"({', '.join(spec.TILES)}); this plan runs tile {self._tile} for "
-                f"{d.dtype.name}")
+                f"({', '.join(spec.TILES)}) and wgmma128x128; this plan runs tile "
+                f"{self._tile} for {d.dtype.name}")
+        if wg:
+            return self._split_wgmma(forced)
         if not mma or d.m == 0 or d.n == 0 or d.k == 0 or forced == 1:
             return 1, d.k
         bm, bn, bk = spec.TILES[self._tile][:3]
@@ -345,6 +358,34 @@ class GemmPlan(Plan):
                 return forced, ks
         raise InvalidProblemError(f"Gemm: k = {d.k} cannot be split {forced} ways (every split "
                                   f"but the last takes a multiple of {spec.MMA_VEC} of k)")
+
+    def _split_wgmma(self, forced: Optional[int]):
+        """(S, ks) of the wgmma 128×128 route: every split but the last covers ks = kps · 64 of
+        k (whole k blocks).  Default (only when ``select`` picked this route for a small
+        grid): S = min(SPLIT_MAX, SMs // tiles, k blocks // WG_SPLIT_MIN_KB), none below 2."""
+        d = self.desc
+        if forced == 1 or d.m == 0 or d.n == 0 or d.k == 0:
+            return 1, d.k
+        kt = -(-d.k // 64)
+        if forced is None:
+            if not self._wg_split:
+                return 1, d.k
+            tiles = spec90.num_tiles(d.m, d.n, "128x128")
+            forced = min(SPLIT_MAX, SPLIT_SMS[self._arch] // tiles, kt // WG_SPLIT_MIN_KB)
+            if forced < 2:
+                return 1, d.k
+        kps = -(-kt // forced)
+        S = -(-kt // kps)
+        if S != forced and not self._wg_split:
+            raise InvalidProblemError(f"Gemm: k = {d.k} ({kt} blocks of 64) cannot be split "
+                                      f"{forced} ways on the wgmma kernel")
+        cap = self.pref.max_workspace_bytes
+        if S > 1 and cap is not None and _ws_bytes(S, d.m, d.n) > cap:
+            if self._wg_split:
+                return 1, d.k
+            raise UnsupportedError(f"Gemm: {S} splits need {_ws_bytes(S, d.m, d.n)} bytes of "
+                                   f"workspace > max_workspace_bytes={cap}")
+        return (S, kps * 64) if S > 1 else (1, d.k)
 
     @property
     def splits(self) -> int:
@@ -379,15 +420,17 @@ class GemmPlan(Plan):
                                               tile=tile)
         return kn
 
-    def _sm90_knobs(self, a_major: str, b_major: str) -> dict:
-        key = ("sm90", a_major, b_major)
+    def _sm90_knobs(self, a_major: str, b_major: str, part: bool = False) -> dict:
+        """Knobs of the wgmma SKU; ``part``: the split-K partial-product SKU (f32 out)."""
+        key = ("sm90", a_major, b_major, part)
         kn = self._knob_memo.get(key)
         if kn is None:
             d = self.desc
             tile, cluster = SM90_TILES[self._tile]
             if a_major != "k":
                 cluster = 1             # the cluster SKUs exist for a k-major a only
-            kn = self._knob_memo[key] = dict(dtype=d.dtype.short, out=d.out_dtype.short,
+            kn = self._knob_memo[key] = dict(dtype=d.dtype.short,
+                                              out="f32" if part else d.out_dtype.short,
                                               a_major=a_major, b_major=b_major, tile=tile,
                                               cluster=cluster)
         return kn
@@ -453,7 +496,8 @@ class GemmPlan(Plan):
             if la is not None and lb is not None:
                 am = "k" if la[0] == "k" else "m"
                 bm = "k" if lb[0] == "k" else "n"
-                return spec90.GEMM_SM90, self._sm90_knobs(am, bm), (la[1], lb[1])
+                return (spec90.GEMM_SM90, self._sm90_knobs(am, bm, self._splits > 1),
+                        (la[1], lb[1]))
         if d.uses_tf32:
             if self._tile != "simt" and d.k >= 1:
                 la = _mma_layout(a, d.m, d.k, a.strides[0], a.strides[1], spec32.TF32_VEC)
@@ -475,17 +519,33 @@ class GemmPlan(Plan):
                                    f"the SIMT kernel")
         return spec.GEMM_SIMT, self._simt_knobs(), None
 
+    def _reduce(self, device, ws, c, pbias, bs, hb, stream) -> None:
+        """``gemm_splitk_reduce``: c = act(alpha · Σ_s ws[s] + beta · c + bias)."""
+        d = self.desc
+        wsn = _ws_cols(d.n)
+        lr = self._kernel(spec.GEMM_SPLITK_REDUCE, self._reduce_knobs(), device)
+        lr.launch((spec.splitk_blocks(d.m, wsn), 1, 1),
+                  [ws.ptr, c.ptr, pbias, d.m, d.n, self._splits, wsn, c.strides[0],
+                   c.strides[1], bs, d.alpha, d.beta, hb], stream)
+
     def _launch(self, args, stream: int, ws) -> None:
         a, b, c, bias = self._views(args)
         d = self.desc
         tmpl, knobs, lds = self._route(a, b, c, bias)
-        if tmpl is spec.GEMM_MMA and self._splits > 1 and ws.ptr % 16:
+        if self._splits > 1 and ws.ptr % 16:
             raise MisalignedOperandError(f"workspace: pointer {ws.ptr:#x} is not 16-byte "
                                          f"aligned (split-K reads it in 16-byte vectors)")
         lk = self._kernel(tmpl, knobs, a.device)
         pbias, bs, hb = (bias.ptr, bias.strides[0], 1) if bias is not None else (c.ptr, 0, 0)
-        if tmpl is spec90.GEMM_SM90:
+        if tmpl is spec90.GEMM_SM90 and self._splits < 2:
             launch_sm90(self, lk, knobs, a, b, c, pbias, bs, hb, lds, stream)
+        elif tmpl is spec90.GEMM_SM90:
+            # split-K on the persistent wgmma kernel: (tile, split) work units write f32 partial
+            # products into the workspace, then the reduction + epilogue into c
+            wsn = _ws_cols(d.n)
+            launch_sm90(self, lk, knobs, a, b, c, pbias, bs, hb, lds, stream,
+                        split=(self._splits, self._ks // 64, d.m * wsn), cview=(ws.ptr, wsn))
+            self._reduce(a.device, ws, c, pbias, bs, hb, stream)
         elif tmpl is spec.GEMM_MMA:
             bm, bn = spec.TILES[knobs["tile"]][:2]
             tiles = math.ceil(d.m / bm) * math.ceil(d.n / bn)
@@ -504,10 +564,7 @@ class GemmPlan(Plan):
             lk.launch((tiles, S, 1), [a.ptr, b.ptr, ws.ptr, ws.ptr, d.m, d.n, ks, lds[0],
                                       lds[1], wsn, 1, 0, 1.0, 0.0, 0, ks * ska, ks * skb,
                                       d.m * wsn, 0, d.k - (S - 1) * ks], stream)
-            lr = self._kernel(spec.GEMM_SPLITK_REDUCE, self._reduce_knobs(), a.device)
-            lr.launch((spec.splitk_blocks(d.m, wsn), 1, 1),
-                      [ws.ptr, c.ptr, pbias, d.m, d.n, S, wsn, c.strides[0], c.strides[1], bs,
-                       d.alpha, d.beta, hb], stream)
+            self._reduce(a.device, ws, c, pbias, bs, hb, stream)
         elif tmpl is spec32.GEMM_TF32:
             bm, bn = spec32.TF32_TILES[knobs["tile"]][:2]
             grid = (math.ceil(d.m / bm) * math.ceil(d.n / bn), 1, 1)

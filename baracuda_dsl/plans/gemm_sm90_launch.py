@@ -63,12 +63,15 @@ def tma_layout(view, rows: int, cols: int, s_rows: int, s_cols: int):
     return None
 
 
-def launch_sm90(plan, lk, knobs, a, b, c, pbias, bs, hb, lds, stream, scales=None) -> None:
+def launch_sm90(plan, lk, knobs, a, b, c, pbias, bs, hb, lds, stream, scales=None,
+                split=None, cview=None) -> None:
     """Encode (or reuse) the two operand descriptors of ``plan``'s problem and launch the
     persistent ``gemm_sm90`` kernel ``lk`` (grid = min(work units, resident CTAs / clusters)).
     ``scales`` = (sa pointer, sa stride, sb pointer, sb stride) for the fp8 SKUs; alpha, beta
     and the activation come from ``plan.desc`` / ``plan._act`` when it has them (else 1, 0,
-    none)."""
+    none).  ``split`` = (S, k blocks per split, partial-product element stride) runs split-K
+    into ``cview`` = (pointer, row stride) of an f32 workspace (alpha 1, beta 0, no bias or
+    activation: the caller reduces)."""
     from ..runtime.device import sm_count
 
     d = plan.desc
@@ -94,16 +97,23 @@ def launch_sm90(plan, lk, knobs, a, b, c, pbias, bs, hb, lds, stream, scales=Non
     if sms is None:
         sms = plan._sms = sm_count(a.device)
     cl = knobs["cluster"]
+    S, kps, zc = split if split is not None else (1, max(1, -(-d.k // bk)), 0)
     if cl == 1:
-        grid = (max(1, min(spec90.num_tiles(d.m, d.n, tile), sms)), 1, 1)
+        grid = (max(1, min(spec90.num_tiles(d.m, d.n, tile) * S, sms)), 1, 1)
     else:
         # one work unit = a column-aligned pair of tiles; never more clusters than fit at once
         units = -(-math.ceil(d.m / bm) // cl) * math.ceil(d.n / bn)
         grid = (cl * max(1, min(units, _max_active_clusters(lk, sms // cl))), 1, 1)
+    psa, sas, psb, sbs = scales if scales is not None else (c.ptr, 0, c.ptr, 0)
+    if split is not None:           # partial products: plain f32 stores into the workspace
+        cp, csm, csn = cview[0], cview[1], 1
+        epi = spec90.epi_word("none", cp, csm, 1, d.m, 4)
+        lk.launch(grid, [ta, tb, cp, cp, psa, psb, d.m, d.n, d.k, csm, csn, 0, sas, sbs, 1.0,
+                         0.0, 0, epi, S, kps, zc], stream)
+        return
     act = getattr(plan, "_act", "none")
     epi = spec90.epi_word(act, c.ptr, c.strides[0], c.strides[1], d.m,
                           d.out_dtype.itemsize, None if not hb else pbias, bs)
-    psa, sas, psb, sbs = scales if scales is not None else (c.ptr, 0, c.ptr, 0)
     lk.launch(grid, [ta, tb, c.ptr, pbias, psa, psb, d.m, d.n, d.k, c.strides[0],
                      c.strides[1], bs, sas, sbs, getattr(d, "alpha", 1.0),
-                     getattr(d, "beta", 0.0), hb, epi], stream)
+                     getattr(d, "beta", 0.0), hb, epi, S, kps, zc], stream)

@@ -33,7 +33,10 @@ Knobs:
 
 alpha, beta, the bias switch and the epilogue word ``epi`` (activation code :data:`ACT_CODES`
 in bits 0-1, :data:`EPI_VEC` = c / bias allow 16-byte vectors, see :func:`epi_word`) are
-run-time parameters (the scale pointers are read by the fp8 SKUs only):
+run-time parameters (the scale pointers are read by the fp8 SKUs only), and so is split-K
+(``splits`` k ranges of ``kps`` k blocks each, partial products ``zc`` elements apart — the
+plan runs it with the f32-output SKU into its workspace and reduces with
+``gemm_splitk_reduce``):
 2 dtypes × 2 outs × 2 × 2 majors × 2 tiles = 32 SKUs plus 8 cluster SKUs (2 dtypes × 2 outs ×
 2 b majors) plus 18 fp8 SKUs (3 type pairs × 3 outs × 2 tiles) = 58, sm90a only.
 """
@@ -137,7 +140,8 @@ GEMM_SM90 = register(KernelTemplate(
     family="gemm",
     module="baracuda_dsl.kernels.gemm_sm90",
     params=params("ta:tmap tb:tmap c:ptr bias:ptr sa:ptr sb:ptr m:i32 n:i32 k:i32 csm:i64 "
-                  "csn:i64 bs:i64 sas:i64 sbs:i64 alpha:f32 beta:f32 has_bias:i32 epi:i32"),
+                  "csn:i64 bs:i64 sas:i64 sbs:i64 alpha:f32 beta:f32 has_bias:i32 epi:i32 splits:i32 "
+                  "kps:i32 zc:i64"),
     space=_space,
     geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=smem_bytes(k["tile"]),
                                       cluster=int(k.get("cluster", 1))),
