@@ -174,7 +174,8 @@ def test_large_and_decode_defaults():
     # default tiles: 128x128 (>= 96 CTAs), 64x64, 16x32 (m <= 16)
     assert _run(2048, 1024, 512, "bfloat16", epilogue="bias_gelu",
                 out_dtype="float32", tile="128x128") == "gemm_mma"
-    assert _run(4096, 128, 1024, "float16", b_t=True) == "gemm_mma"
+    # 32 tiles of 128x128, k >= 1024: split wgmma on sm90a, mma.sync 64x64 elsewhere
+    assert _run(4096, 128, 1024, "float16", b_t=True) in ("gemm_mma", "gemm_sm90")
     for m in (1, 5, 16):
         for b_t in (False, True):
             assert _run(m, 4096, 1024, "bfloat16", b_t=b_t, beta=0.5) == "gemm_mma"
@@ -205,8 +206,11 @@ def _run_split(torch, m, n, k, dtype, splits, *, epilogue="identity", beta=0.0, 
     bias = None
     if epilogue != "identity":
         bias = torch.randn((n,), generator=gen, device="cuda").to(odt)
+    # forced splits test the mma.sync route (on sm90a m > 16 would default to wgmma)
+    tile = "64x64" if splits is not None and m > 16 else None
     plan = GemmPlan.select(GemmDescriptor(m, n, k, dtype, out_dtype=out_dtype, alpha=alpha,
-                                          beta=beta, epilogue=epilogue), splits=splits)
+                                          beta=beta, epilogue=epilogue), splits=splits,
+                           tile=tile)
     if splits is not None:
         assert plan.splits == splits
     c0 = c.clone()
@@ -218,7 +222,9 @@ def _run_split(torch, m, n, k, dtype, splits, *, epilogue="identity", beta=0.0, 
         ws = torch.full((max(plan.workspace_size(), 1),), 0x7F, device="cuda",
                         dtype=torch.uint8)              # poisoned workspace
         args = GemmArgs(a, b, c, bias)
-        assert plan.kernel_for(args)[0].name == "gemm_mma"
+        # the default small-grid route on sm90a (m > 16) is the split wgmma kernel
+        assert plan.kernel_for(args)[0].name == ("gemm_sm90" if plan.sku().template ==
+                                                 "gemm_sm90" else "gemm_mma")
         plan.run(args, workspace=ws)
         torch.cuda.synchronize()
         outs.append(c.clone())
