@@ -27,11 +27,18 @@ Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
   ``SM90_BIG_TILE_MIN_CTAS`` 128×256 tiles (a full wave on an H100), else ``wgmma128x128``
   (128×128×64, 6 stages).  The cluster SKU was measured equal to the 1-CTA one at 4096² and
   8192² and 2-8 % faster at the LLM shapes (16384 × 14336 × 4096: 623 vs 588 TFLOP/s bf16,
-  4096 × 4096 × 14336: 695 vs 652), so it is the default; ``tile=`` forces either.  Grid = min(tiles, SMs) (clusters: min(tile pairs, resident clusters)); the two operand
+  4096 × 4096 × 14336: 695 vs 652), so it is the default; ``tile=`` forces either.  Grid =
+  min(work units, SMs) (clusters: min(tile pairs, resident clusters)); the two operand
   CUtensorMaps are encoded on the host per call (``templates.gemm_sm90.operand_tmap``, pure
-  Python, bit-identical to the DSL's encoding) and passed by value.  Decode shapes
-  (m <= 16) and operands TMA cannot take stay on the paths below.  ``epi`` tells the kernel
-  whether c (and bias) allow paired 2-element stores (unit column stride, aligned).
+  Python, bit-identical to the DSL's encoding) and passed by value.  ``epi`` tells the kernel
+  whether c (and bias) allow 16-byte vector accesses (unit column stride, aligned).
+  Small grids (m > ``DECODE_MAX_M``, fewer than ``SM90_MIN_TILES`` 128×128 tiles, k >=
+  ``WG_SPLIT_MIN_K``) also run ``wgmma128x128``, split over k when every split keeps >=
+  ``WG_SPLIT_MIN_KB`` k blocks: S = min(``SPLIT_MAX``, SMs // tiles, k blocks //
+  WG_SPLIT_MIN_KB); the persistent kernel walks (tile, split) work units writing f32 partial
+  products into the workspace, then ``gemm_splitk_reduce`` finishes as below (measurements
+  next to ``WG_SPLIT_MIN_KB``).  Decode shapes (m <= 16) and operands TMA cannot take stay on
+  the paths below.
 * f16 / bf16 → ``gemm_mma`` (``mma.sync`` m16n8k16 + ``ldmatrix`` + a 4-stage ``cp.async``
   pipeline; sm80, sm89, sm90a) when every operand qualifies: k >= 1; a and b have a unit
   stride in one dim; their base pointers are 16-byte aligned; their leading dims are multiples
@@ -44,7 +51,8 @@ Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
   element offsets za / zb / zc / zbias per index, ``k_last`` = the k extent of the launch's
   last index) used by split-K and by ``BatchedGemmPlan``.
 
-  **Split-K** (small grids): the k range is cut into S splits (every split but the last
+  **Split-K** (small grids; also the reduction of the wgmma split above): the k range is cut
+  into S splits (every split but the last
   ``ks`` long, a multiple of the tile's bK by default; the last takes k - (S-1)·ks); one launch
   computes the S partial products with the ``out=f32, act=none`` SKU (alpha 1, no bias; batch
   index = split) into a float32 workspace (S, m, align_up(n, 4)), then ``gemm_splitk_reduce``
@@ -65,8 +73,10 @@ Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
   at k = 4096 / 14336.  With the rule these grids run 4 splits (512 CTAs, one wave of 4 per SM).
   The split route reads each partial product once more (S · m · n · 8 bytes of traffic), small
   next to the weight for the shapes it fires on.  ``select(..., splits=S)`` forces S (1 = off;
-  S > 1 needs f16 / bf16 on a mma.sync tile; the granularity drops from bK down to 8 when k is
-  too short for S splits of bK).
+  S > 1 needs f16 / bf16 on a mma.sync tile or ``wgmma128x128``; the granularity drops from bK
+  down to 8 when k is too short for S splits of bK; on the wgmma kernel splits are whole
+  64-blocks of k).  On sm90a, m > 16 now takes the wgmma route above, so this mma.sync split
+  serves the decode tile there (m <= 16: 4 splits at n = 4096, 0.89-0.97 × cuBLAS measured).
 * float32 with ``allow_tf32=True`` (like ``torch.backends.cuda.matmul.allow_tf32``; ignored for
   the other dtypes) → ``gemm_tf32`` (``mma.sync`` m16n8k8 tf32: inputs rounded to tf32 with
   round-to-nearest (ties away), f32 accumulate: relative error ≈ 1e-4..5e-4 for O(1) data;
@@ -79,7 +89,8 @@ Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
   → ``gemm_simt`` (128×128 tiles, 8×8 outputs per thread, arbitrary strides, predicated).
 
 ``select(desc, pref, tile=None, splits=None)``: ``tile`` ("128x128", "64x64", "16x32", "simt",
-or on sm90a "wgmma128x128" / "wgmma128x256") forces the tile (PlanPreference has no tile field);
+or on sm90a "wgmma128x128" / "wgmma128x256" / "wgmma128x256c2") forces the tile
+(PlanPreference has no tile field);
 "simt" forces the SIMT kernel for every layout; a forced mma.sync tile keeps sm90a problems off
 the wgmma kernel; ``splits`` forces the split-K count (above).
 ``plan.sku()`` describes the GEMM kernel chosen for the preferred (aligned) layouts (when split:
@@ -133,10 +144,14 @@ SPLIT_MIN_K = 512
 #: the most splits ``select(..., splits=S)`` accepts
 SPLIT_MAX_FORCED = 64
 #: sm90a small grids (m > DECODE_MAX_M, fewer than SM90_MIN_TILES 128×128 tiles) with k of at
-#: least WG_SPLIT_MIN_K run the wgmma 128×128 SKU split over k (one work unit per (tile, split)
-#: of the persistent grid, each split at least WG_SPLIT_MIN_KB k blocks of 64)
+#: least WG_SPLIT_MIN_K run the wgmma 128×128 SKU, split over k when each split keeps at least
+#: WG_SPLIT_MIN_KB k blocks of 64 (one work unit per (tile, split) of the persistent grid).
+#: Measured on an H100 (bf16, vs cuBLAS): m = 128, n = 4096, k = 4096: S = 1 / 2 / 4 give
+#: 0.62 / 0.65 / 0.55; k = 14336: 0.75 / 0.93 / 0.91; m = 128, n = 2048, k = 8192: S = 4 0.76
+#: (S = 1 0.41); m = 256, n = 4096 (64 tiles) is best unsplit (0.79 vs 0.63 at S = 2) and is
+#: not in this route.  The mma.sync 64×64 split route measured 0.47-0.73 on the same shapes.
 WG_SPLIT_MIN_K = 1024
-WG_SPLIT_MIN_KB = 4
+WG_SPLIT_MIN_KB = 32
 _I32 = 2 ** 31 - 1
 _GRID_Y = 65535
 

@@ -2,7 +2,8 @@
 ``gemm_sm90``.
 
 ``wgmma`` (warpgroup MMA, f16 / bf16 or fp8 inputs, f32 accumulate) fed by TMA bulk-tensor
-loads into 128-byte-swizzled shared memory through an mbarrier pipeline; warp-specialised (warpgroup 0 is the
+loads into 128-byte-swizzled shared memory through an mbarrier pipeline; warp-specialised
+(warpgroup 0 is the
 producer — one warp issues the TMA loads — warpgroups 1 and 2 are the consumers, each owning 64
 rows of the CTA tile) and persistent over output tiles (grid = min(tiles, SMs), static stride
 schedule, grouped rasterisation as in ``templates.gemm.raster``).
@@ -140,8 +141,8 @@ GEMM_SM90 = register(KernelTemplate(
     family="gemm",
     module="baracuda_dsl.kernels.gemm_sm90",
     params=params("ta:tmap tb:tmap c:ptr bias:ptr sa:ptr sb:ptr m:i32 n:i32 k:i32 csm:i64 "
-                  "csn:i64 bs:i64 sas:i64 sbs:i64 alpha:f32 beta:f32 has_bias:i32 epi:i32 splits:i32 "
-                  "kps:i32 zc:i64"),
+                  "csn:i64 bs:i64 sas:i64 sbs:i64 alpha:f32 beta:f32 has_bias:i32 epi:i32 "
+                  "splits:i32 kps:i32 zc:i64"),
     space=_space,
     geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=smem_bytes(k["tile"]),
                                       cluster=int(k.get("cluster", 1))),
