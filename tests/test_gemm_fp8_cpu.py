@@ -258,3 +258,26 @@ def test_cross_compile(arch, monkeypatch):
         cubin, meta = compile_sku("gemm_fp8", fk, arch, timeout=600)
         assert len(cubin) > 1000 and meta["entry"] and meta["threads"] == 128
         assert meta["ptx_target"] == arch.cute_arch
+
+
+def test_sm90a_split_k():
+    """Small sm90a grids split k over the wgmma 128x128 kernel (f32 partial SKU + workspace);
+    forced splits; the sm89 / mma.sync routes refuse splits."""
+    p = Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), PREF90)
+    assert p.splits == 2 and p.workspace_size() == 2 * 128 * 4096 * 4
+    assert dict(p.sku().knobs)["out"] == "f32" and dict(p.sku().knobs)["tile"] == "128x128"
+    p = Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 14336), PREF90)
+    assert p.splits == 4 and p._kps == 28
+    assert Fp8GemmPlan.select(Fp8GemmDescriptor(128, 14336, 4096), PREF90).splits == 1
+    assert Fp8GemmPlan.select(Fp8GemmDescriptor(4096, 4096, 4096), PREF90).workspace_size() == 0
+    p = Fp8GemmPlan.select(Fp8GemmDescriptor(16, 4096, 4096), PREF90, tile="wgmma128x128",
+                           splits=4)
+    assert p.splits == 4 and p._kps == 8
+    with pytest.raises(bd.UnsupportedError):
+        Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), PREF, splits=2)
+    with pytest.raises(bd.UnsupportedError):
+        Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), PREF90, tile="64x64", splits=2)
+    with pytest.raises(bd.InvalidProblemError):
+        Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), PREF90, splits=0)
+    assert Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), bd.PlanPreference(
+        arch=bd.ArchSku.SM90A, max_workspace_bytes=1024)).splits == 1

@@ -70,7 +70,7 @@ def _out(torch, m, n, out, layout):
 
 
 def _run(m, n, k, at="e4m3", bt="e4m3", out="bf16", sa_shape="row", sb_shape="tensor",
-         bias=False, tile=None, c_layout="row", lda=None, ldb=None, seed=0):
+         bias=False, tile=None, c_layout="row", lda=None, ldb=None, seed=0, splits=None):
     torch, F = _mods()
     gen = torch.Generator(device="cuda").manual_seed(seed)
     a = _fp8(torch, m, k, at, gen, lda)                        # (m, k) row-major
@@ -83,8 +83,13 @@ def _run(m, n, k, at="e4m3", bt="e4m3", out="bf16", sa_shape="row", sb_shape="te
     bv = (torch.randn((n,), generator=gen, device="cuda") * 4).to(_tdt(torch, out)) \
         if bias else None
     desc = F.Fp8GemmDescriptor(m, n, k, at, bt, out, "bias" if bias else "identity")
-    plan = F.Fp8GemmPlan.select(desc, tile=tile)
-    plan.run(F.Fp8GemmArgs(a, b, c, sa, sb, bv))
+    plan = F.Fp8GemmPlan.select(desc, tile=tile, splits=splits)
+    if splits is not None:
+        assert plan.splits == splits
+    ws = None
+    if plan.workspace_size():                    # split-K: a poisoned f32 workspace
+        ws = torch.full((plan.workspace_size(),), 0x7F, device="cuda", dtype=torch.uint8)
+    plan.run(F.Fp8GemmArgs(a, b, c, sa, sb, bv), workspace=ws)
     torch.cuda.synchronize()
     ref = (sa.double().reshape(-1, 1) * sb.double().reshape(1, -1)) * (a.double() @ b.double())
     if bias:
@@ -167,6 +172,24 @@ def test_both_kernels_every_pair(tile, pair):
     _run(300, 390, 1040, *pair, "bf16", sa_shape="row", sb_shape="col", bias=True, tile=tile)
     _run(17, 130, 48, *pair, "f32", sa_shape="tensor", sb_shape="col2", tile=tile,
          c_layout="col")
+
+
+@pytest.mark.parametrize("splits", [None, 2, 3])
+def test_wgmma_split_k(splits):
+    """sm90a split-K over the wgmma kernel: f32 partials (scales applied) in the workspace,
+    gemm_splitk_reduce adds the bias and rounds; default small grid and forced splits with a k
+    residue, every output dtype, per-row / per-column scales."""
+    torch, _ = _mods()
+    if not _hopper(torch):
+        pytest.skip("wgmma split-K needs sm90a")
+    if splits is None:
+        plan, _ = _run(128, 4096, 4096, sa_shape="row", sb_shape="col", bias=True)
+        assert plan.splits == 2 and plan.sku().template == "gemm_sm90"
+        return
+    for i, out in enumerate(("bf16", "f16", "f32")):
+        _run(70, 300, 128 * 7 + 16, "e4m3", ("e4m3", "e5m2", "e4m3")[i], out, sa_shape="row",
+             sb_shape="col", bias=i != 1, tile="wgmma128x128", splits=splits, seed=i,
+             c_layout=("row", "col", "pad")[i])
 
 
 def test_large_default_big_tile():

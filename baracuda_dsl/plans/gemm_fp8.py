@@ -55,8 +55,10 @@ from ..dtypes import DType, bfloat16, float8_e4m3, float8_e5m2, float16, float32
 from ..errors import InvalidProblemError, MisalignedOperandError, UnsupportedError
 from ..plan import (Plan, align_up, begin_select, check_dtype, check_writable_no_overlap,
                     plan_arch, view_arg)
+from ..templates import gemm as spec_gemm
 from ..templates import gemm_fp8 as spec
 from ..templates import gemm_sm90 as spec90
+from .gemm import _ws_bytes, _ws_cols
 from ..vocabulary import ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 
 FP8_DTYPES = (float8_e4m3, float8_e5m2)
@@ -72,6 +74,14 @@ WGMMA_MIN_M = 17
 SM90_BIG_TILE_MIN_CTAS = 132
 #: sm90a tile names (``tile=``) -> templates.gemm_sm90 tile knob
 SM90_TILES = {"wgmma128x128": "128x128", "wgmma128x256": "128x256"}
+#: sm90a small grids (fewer than SPLIT_BELOW_TILES 128×128 tiles) split k over the persistent
+#: wgmma kernel when every split keeps >= SPLIT_MIN_K of k: S = min(SPLIT_MAX, SMs // tiles,
+#: k // SPLIT_MIN_K); f32 partials in the workspace, ``gemm_splitk_reduce`` adds bias and
+#: rounds to out_dtype (as GemmPlan's wgmma split)
+SPLIT_BELOW_TILES = 64
+SPLIT_MIN_K = 2048
+SPLIT_MAX = 8
+SPLIT_SMS = 132
 _I32 = 2 ** 31 - 1
 _V = spec.FP8_VEC
 #: dtype short name -> the PTX type of the mma (the kernel knob)
@@ -188,9 +198,11 @@ class Fp8GemmPlan(Plan):
     layouts, alignment, precision and the tile heuristic."""
 
     @classmethod
-    def select(cls, desc: Fp8GemmDescriptor, pref=None, *, tile: Optional[str] = None):
+    def select(cls, desc: Fp8GemmDescriptor, pref=None, *, tile: Optional[str] = None,
+               splits: Optional[int] = None):
         """Validate ``desc`` and pick the kernel and tile (``tile`` forces the mma.sync tiles
-        "128x128" / "64x64" or, on sm90a, "wgmma128x128" / "wgmma128x256")."""
+        "128x128" / "64x64" or, on sm90a, "wgmma128x128" / "wgmma128x256"); ``splits`` forces
+        the split-K count of the wgmma 128×128 route (1 = off)."""
         plan = begin_select(cls, desc, pref, Fp8GemmDescriptor, plan_arch)
         d = desc
         if plan._arch not in ARCHES:
@@ -225,6 +237,9 @@ class Fp8GemmPlan(Plan):
                                    f"tile {tile}")
         plan._tile = tile
         plan._knobs = dict(a=pair[0], b=pair[1], out=d.out_dtype.short, tile=tile)
+        plan._splits, plan._kps = plan._split_k(splits)
+        if plan._splits > 1:
+            plan._wgmma = dict(plan._wgmma, out="f32")      # partial products
         tmpl, knobs = ((spec90.GEMM_SM90, plan._wgmma) if plan._wgmma is not None
                        else (spec.GEMM_FP8, plan._knobs))
         pg = PrecisionGuarantee(math_precision=d.a_dtype, accumulator=float32)
@@ -233,6 +248,48 @@ class Fp8GemmPlan(Plan):
                               epilogue=d.epilogue, template=tmpl.name,
                               knobs=tuple(sorted(knobs.items())))
         return plan
+
+    def _split_k(self, forced: Optional[int]):
+        """(S, k blocks of 128 per split) of the wgmma 128×128 route; (1, all) when not split."""
+        d = self.desc
+        kt = -(-d.k // 128)
+        wg128 = self._wgmma is not None and self._wgmma["tile"] == "128x128"
+        if forced is not None and (not isinstance(forced, int) or isinstance(forced, bool)
+                                   or forced < 1):
+            raise InvalidProblemError(f"Fp8Gemm: splits must be an int >= 1, got {forced!r}")
+        if forced is not None and forced > 1 and not wg128:
+            raise UnsupportedError("Fp8Gemm: split-K is wired for the sm90a wgmma128x128 route "
+                                   "only")
+        if not wg128 or forced == 1 or d.m == 0 or d.n == 0:
+            return 1, kt
+        user = forced is not None
+        if forced is None:
+            tiles = spec90.num_tiles(d.m, d.n, "128x128")
+            if tiles >= SPLIT_BELOW_TILES:
+                return 1, kt
+            forced = min(SPLIT_MAX, SPLIT_SMS // tiles, d.k // SPLIT_MIN_K)
+            if forced < 2:
+                return 1, kt
+        kps = -(-kt // forced)
+        S = -(-kt // kps)
+        if S < 2:
+            return 1, kt
+        cap = self.pref.max_workspace_bytes
+        if cap is not None and _ws_bytes(S, d.m, d.n) > cap:
+            if user:
+                raise UnsupportedError(f"Fp8Gemm: {S} splits need {_ws_bytes(S, d.m, d.n)} "
+                                       f"bytes of workspace > max_workspace_bytes={cap}")
+            return 1, kt
+        return S, kps
+
+    @property
+    def splits(self) -> int:
+        """The number of k splits (1 = not split)."""
+        return self._splits
+
+    def workspace_size(self) -> int:
+        """Bytes of the split-K float32 workspace (splits, m, align_up(n, 4)); 0 unsplit."""
+        return _ws_bytes(self._splits, self.desc.m, self.desc.n) if self._splits > 1 else 0
 
     def is_empty(self) -> bool:
         return self.desc.m == 0 or self.desc.n == 0
@@ -289,8 +346,24 @@ class Fp8GemmPlan(Plan):
                 pbias, bs, hb = v.bias.ptr, v.bias.strides[0], 1
             else:
                 pbias, bs, hb = c.ptr, 0, 0
-            launch_sm90(self, lk, knobs, v.a, v.b, c, pbias, bs, hb, lds, stream,
-                        scales=(v.sa.ptr, v.sas, v.sb.ptr, v.sbs))
+            sc = (v.sa.ptr, v.sas, v.sb.ptr, v.sbs)
+            if self._splits < 2:
+                launch_sm90(self, lk, knobs, v.a, v.b, c, pbias, bs, hb, lds, stream, scales=sc)
+                return
+            d = self.desc
+            if ws.ptr % 16:
+                raise MisalignedOperandError(f"workspace: pointer {ws.ptr:#x} is not 16-byte "
+                                             f"aligned (split-K reads it in 16-byte vectors)")
+            wsn = _ws_cols(d.n)
+            launch_sm90(self, lk, knobs, v.a, v.b, c, pbias, bs, hb, lds, stream, scales=sc,
+                        split=(self._splits, self._kps, d.m * wsn), cview=(ws.ptr, wsn))
+            lr = self._kernel(spec_gemm.GEMM_SPLITK_REDUCE,
+                              self.__dict__.setdefault("_rknobs", dict(out=d.out_dtype.short,
+                                                                       act="none")),
+                              v.a.device)
+            lr.launch((spec_gemm.splitk_blocks(d.m, wsn), 1, 1),
+                      [ws.ptr, c.ptr, pbias, d.m, d.n, self._splits, wsn, c.strides[0],
+                       c.strides[1], bs, 1.0, 0.0, hb], stream)
         else:  # pragma: no cover - every route above is handled
             raise UnsupportedError(f"Fp8Gemm: no launcher for template {tmpl.name}")
 
