@@ -176,7 +176,7 @@ def test_sku_choice(pref):
     assert p.sku().template == "gemm_fp8" and p.sku().op == "fp8_gemm"
     assert dict(p.sku().knobs) == dict(a="e5m2", b="e5m2", out="f16", tile="128x128")
     p = Fp8GemmPlan.select(Fp8GemmDescriptor(1, 4096, 4096, b_dtype="e5m2", out_dtype="f32",
-                                             epilogue="bias"), pref)
+                                             epilogue="bias"), pref, tile="64x64")
     assert dict(p.sku().knobs) == dict(a="e4m3", b="e5m2", out="f32", tile="64x64")
     assert p.sku().epilogue == "bias"
     p = Fp8GemmPlan.select(Fp8GemmDescriptor(1, 16, 16), pref, tile="128x128")
@@ -199,10 +199,12 @@ def test_sm90a_wgmma_route():
     assert tmpl.name == "gemm_sm90" and knobs["tile"] == "128x256"
     p = Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), PREF90)
     assert dict(p.sku().knobs)["tile"] == "128x128"
-    p = Fp8GemmPlan.select(Fp8GemmDescriptor(16, 4096, 4096), PREF90)
+    p = Fp8GemmPlan.select(Fp8GemmDescriptor(16, 4096, 4096), PREF90)     # decode: wgmma too
+    assert p.sku().template == "gemm_sm90" and p.splits == 4
+    p = Fp8GemmPlan.select(Fp8GemmDescriptor(16, 4096, 4096), PREF90, tile="64x64")
     assert p.sku().template == "gemm_fp8"
-    p = Fp8GemmPlan.select(Fp8GemmDescriptor(16, 4096, 4096), PREF90, tile="wgmma128x256")
-    assert p.sku().template == "gemm_sm90"
+    p = Fp8GemmPlan.select(Fp8GemmDescriptor(16, 4096, 4096, "e5m2", "e5m2"), PREF90)
+    assert p.sku().template == "gemm_fp8"
     with pytest.raises(bd.UnsupportedError):
         Fp8GemmPlan.select(Fp8GemmDescriptor(64, 64, 64), PREF, tile="wgmma128x128")
     with pytest.raises(bd.UnsupportedError):
@@ -263,11 +265,12 @@ def test_cross_compile(arch, monkeypatch):
 def test_sm90a_split_k():
     """Small sm90a grids split k over the wgmma 128x128 kernel (f32 partial SKU + workspace);
     forced splits; the sm89 / mma.sync routes refuse splits."""
-    p = Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), PREF90)
-    assert p.splits == 2 and p.workspace_size() == 2 * 128 * 4096 * 4
+    p = Fp8GemmPlan.select(Fp8GemmDescriptor(64, 4096, 4096), PREF90)
+    assert p.splits == 4 and p.workspace_size() == 4 * 64 * 4096 * 4
     assert dict(p.sku().knobs)["out"] == "f32" and dict(p.sku().knobs)["tile"] == "128x128"
+    assert Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), PREF90).splits == 1
     p = Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 14336), PREF90)
-    assert p.splits == 4 and p._kps == 28
+    assert p.splits == 3 and p._kps == 38
     assert Fp8GemmPlan.select(Fp8GemmDescriptor(128, 14336, 4096), PREF90).splits == 1
     assert Fp8GemmPlan.select(Fp8GemmDescriptor(4096, 4096, 4096), PREF90).workspace_size() == 0
     p = Fp8GemmPlan.select(Fp8GemmDescriptor(16, 4096, 4096), PREF90, tile="wgmma128x128",
@@ -279,5 +282,5 @@ def test_sm90a_split_k():
         Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), PREF90, tile="64x64", splits=2)
     with pytest.raises(bd.InvalidProblemError):
         Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), PREF90, splits=0)
-    assert Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), bd.PlanPreference(
+    assert Fp8GemmPlan.select(Fp8GemmDescriptor(64, 4096, 4096), bd.PlanPreference(
         arch=bd.ArchSku.SM90A, max_workspace_bytes=1024)).splits == 1

@@ -26,21 +26,27 @@ column-major (unit stride along k, i.e. b = w.T of a row-major (n, k) weight, an
 stride); other layouts raise UnsupportedError (make a k-major copy first).  Alignment: a / b
 base pointers 16-byte aligned, k and the leading dims (row stride of a, column stride of b)
 multiples of 16 — else UnsupportedError (k) / MisalignedOperandError, before any launch.  k = 0
-is not wired.  c has any strides and must not alias a, b, bias or the scales.  No workspace;
-deterministic (fixed k order, no atomics).
+is not wired.  c has any strides and must not alias a, b, bias or the scales.  Workspace only
+for split-K (sm90a small grids, below): float32 (S, m, align_up(n, 4)); deterministic (fixed
+k order, no atomics).
 
 Kernels (sm89 and sm90a; sm80 has no fp8 tensor cores → UnsupportedError):
 
-* sm90a, a / b pair in ``templates.gemm_sm90.FP8_PAIRS`` (every pair but e5m2 · e5m2) and
-  m >= ``WGMMA_MIN_M`` → ``gemm_sm90``'s fp8 SKUs: wgmma (QGMMA) m64nNk32 fed by TMA, the
+* sm90a, a / b pair in ``templates.gemm_sm90.FP8_PAIRS`` (every pair but e5m2 · e5m2), any m
+  → ``gemm_sm90``'s fp8 SKUs: wgmma (QGMMA) m64nNk32 fed by TMA, the
   warp-specialised persistent kernel of ``GemmPlan`` with 128 fp8 elements of k per stage and
   the scales applied to the accumulators; tile 128×256 when it yields >=
   ``SM90_BIG_TILE_MIN_CTAS`` tiles, else 128×128 (``tile="wgmma128x128" / "wgmma128x256"``
-  forces one).  Operands TMA cannot take (leading dim 0) fall back to the kernel below.
+  forces one).  Small grids (< ``SPLIT_BELOW_TILES`` tiles of 128×128) split k when each
+  split keeps >= ``split_min_k(m)`` of k (measured on an H100 vs torch._scaled_mm, e4m3,
+  k = 4096: m = 16 / 1, n = 4096: S = 4 0.47 / 0.52 vs S = 1 0.38 / 0.39 and the mma.sync
+  kernel 0.21 / 0.24; m = 128, n = 4096: S = 1 0.52 vs S = 2 0.47, at k = 14336 S = 2 0.72 vs
+  S = 1 0.67; m = 16, n = 14336 (112 tiles): unsplit 0.81 vs mma.sync 0.61).  Operands TMA
+  cannot take (leading dim 0) fall back to the kernel below.
 * otherwise ``gemm_fp8`` (``templates/gemm_fp8.py``): ``mma.sync`` m16n8k32 fp8 with the
   ``gemm_tf32`` 4-stage cp.async pipeline on 32-bit words.  On sm89 it issues native fp8
   MMAs; on sm90a ptxas lowers each fp8 ``mma.sync`` to fp8→f16 unpacks and two f16 MMAs (so
-  there it serves decode shapes and e5m2 · e5m2 only).  Tile: 128×128 (×64 bytes of k) when it
+  there it serves e5m2 · e5m2 and forced mma tiles only).  Tile: 128×128 (×64 bytes of k) when it
   yields >= ``BIG_TILE_MIN_CTAS`` CTAs, else 64×64 (×128 bytes); ``select(desc, pref,
   tile=...)`` forces one.
 """
@@ -68,20 +74,26 @@ EPILOGUES = ("identity", "bias")
 ARCHES = (ArchSku.SM89, ArchSku.SM90A)
 #: the 128x128 tile is used when it gives at least this many CTAs (about one H100 wave)
 BIG_TILE_MIN_CTAS = 96
-#: sm90a: m up to this stays on mma.sync (decode shapes); larger m runs the wgmma kernel
-WGMMA_MIN_M = 17
+#: sm90a: m from this on runs the wgmma kernel (decode shapes included: measured faster than
+#: the emulated fp8 mma.sync, see the module docstring)
+WGMMA_MIN_M = 1
 #: sm90a: the 128x256 wgmma tile when it gives at least this many tiles (one H100 wave)
 SM90_BIG_TILE_MIN_CTAS = 132
 #: sm90a tile names (``tile=``) -> templates.gemm_sm90 tile knob
 SM90_TILES = {"wgmma128x128": "128x128", "wgmma128x256": "128x256"}
 #: sm90a small grids (fewer than SPLIT_BELOW_TILES 128×128 tiles) split k over the persistent
-#: wgmma kernel when every split keeps >= SPLIT_MIN_K of k: S = min(SPLIT_MAX, SMs // tiles,
-#: k // SPLIT_MIN_K); f32 partials in the workspace, ``gemm_splitk_reduce`` adds bias and
+#: wgmma kernel when every split keeps >= split_min_k(m) of k: S = min(SPLIT_MAX, SMs // tiles,
+#: k // split_min_k(m)); f32 partials in the workspace, ``gemm_splitk_reduce`` adds bias and
 #: rounds to out_dtype (as GemmPlan's wgmma split)
 SPLIT_BELOW_TILES = 64
-SPLIT_MIN_K = 2048
 SPLIT_MAX = 8
 SPLIT_SMS = 132
+
+
+def split_min_k(m: int) -> int:
+    """Least k per split: 1024 for decode-like m <= 64 (weight streaming wants every SM),
+    4096 above (the extra reduction launch costs more than the split gains at k = 4096)."""
+    return 1024 if m <= 64 else 4096
 _I32 = 2 ** 31 - 1
 _V = spec.FP8_VEC
 #: dtype short name -> the PTX type of the mma (the kernel knob)
@@ -267,7 +279,7 @@ class Fp8GemmPlan(Plan):
             tiles = spec90.num_tiles(d.m, d.n, "128x128")
             if tiles >= SPLIT_BELOW_TILES:
                 return 1, kt
-            forced = min(SPLIT_MAX, SPLIT_SMS // tiles, d.k // SPLIT_MIN_K)
+            forced = min(SPLIT_MAX, SPLIT_SMS // tiles, d.k // split_min_k(d.m))
             if forced < 2:
                 return 1, kt
         kps = -(-kt // forced)
