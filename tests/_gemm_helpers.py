@@ -49,12 +49,13 @@ def int_mods():
 # -- references and errors -------------------------------------------------------------------
 def ref_gemm(torch, a, b, c_old, bias, alpha, beta, epilogue):
     """float64 act(alpha · a @ b + beta · c_old + bias) (c_old read only when beta != 0; gelu
-    in the erf form)."""
-    r = alpha * (a.double() @ b.double())
+    in the erf form).  Batched operands (batch, m, k) @ (batch, k, n) work too, with a shared
+    (n,) or per-entry (batch, n) bias."""
+    r = alpha * torch.matmul(a.double(), b.double())
     if beta != 0:
         r = r + beta * c_old.double()
     if bias is not None:
-        r = r + bias.double()
+        r = r + (bias.double() if bias.dim() == 1 else bias.double()[:, None, :])
     if epilogue == "bias_relu":
         r = torch.relu(r)
     elif epilogue == "bias_gelu":

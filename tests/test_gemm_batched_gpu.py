@@ -4,9 +4,8 @@ every epilogue, strided batch views, batch = 1 / 7 / 70000 — the last chunked 
 of the grid's 65535 entries), the per-entry loop fallback (batch strides that misalign entries),
 and bit-identical results across two runs."""
 
-import math
-
 import pytest
+from _gemm_helpers import ref_gemm as _ref, rel_err as _rel
 from _gpu_helpers import bytes_equal
 
 pytestmark = pytest.mark.gpu
@@ -20,27 +19,6 @@ def _mods():
                                                  BatchedGemmPlan)
 
     return torch, BatchedGemmArgs, BatchedGemmDescriptor, BatchedGemmPlan
-
-
-def _ref(torch, a, b, c_old, bias, alpha, beta, epilogue):
-    r = alpha * torch.matmul(a.double(), b.double())
-    if beta != 0:
-        r = r + beta * c_old.double()
-    if bias is not None:
-        r = r + (bias.double() if bias.dim() == 1 else bias.double()[:, None, :])
-    if epilogue == "bias_relu":
-        r = torch.relu(r)
-    elif epilogue == "bias_gelu":
-        r = 0.5 * r * (1.0 + torch.erf(r / math.sqrt(2.0)))
-    elif epilogue == "bias_silu":
-        r = r * torch.sigmoid(r)
-    return r
-
-
-def _rel(torch, out, ref):
-    den = torch.linalg.norm(ref).item()
-    num = torch.linalg.norm(out.double() - ref).item()
-    return num / den if den else num
 
 
 def _run(a, b, c, bias=None, *, alpha=1.0, beta=0.0, epilogue="identity", batched=True,

@@ -3,9 +3,8 @@ SIMT), all four operand layouts through transposed views, alpha / beta, every ep
 of half inputs, misaligned operands (SIMT fallback), empty problems, k = 0, strided c, poisoned
 outputs.  Error metric ‖out − ref‖ / ‖ref‖ with tolerances by input dtype."""
 
-import math
-
 import pytest
+from _gemm_helpers import ref_gemm as _ref, rel_err as _rel
 from _gpu_helpers import bytes_equal
 
 pytestmark = pytest.mark.gpu
@@ -18,27 +17,6 @@ def _mods():
     from baracuda_dsl.plans.gemm import GemmArgs, GemmDescriptor, GemmPlan
 
     return torch, GemmArgs, GemmDescriptor, GemmPlan
-
-
-def _ref(torch, a, b, c_old, bias, alpha, beta, epilogue):
-    r = alpha * (a.double() @ b.double())
-    if beta != 0:
-        r = r + beta * c_old.double()
-    if bias is not None:
-        r = r + bias.double()
-    if epilogue == "bias_relu":
-        r = torch.relu(r)
-    elif epilogue == "bias_gelu":
-        r = 0.5 * r * (1.0 + torch.erf(r / math.sqrt(2.0)))
-    elif epilogue == "bias_silu":
-        r = r * torch.sigmoid(r)
-    return r
-
-
-def _rel(torch, out, ref):
-    den = torch.linalg.norm(ref).item()
-    num = torch.linalg.norm(out.double() - ref).item()
-    return num / den if den else num
 
 
 def _run(m, n, k, dtype, *, a_t=False, b_t=False, alpha=1.0, beta=0.0, epilogue="identity",

@@ -26,28 +26,11 @@ from __future__ import annotations
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64
-from cutlass._mlir.dialects import llvm
-from cutlass.cutlass_dsl import T as IRT, dsl_user_op
 
 from ..templates.gemm_fp8 import FP8_TILES, fp8_smem
 from .gemm_simt import TYPES
 from .gemm_tf32 import mainloop
-
-
-@dsl_user_op
-def mma_f8(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3, *, ta: str, tb: str, loc=None, ip=None):
-    """One ``mma.sync.m16n8k32`` {ta}·{tb} → f32 on packed fp8 words (Int32) and f32
-    accumulators; returns the 4 new accumulators."""
-    words = [Int32(x).ir_value(loc=loc, ip=ip) for x in (a0, a1, a2, a3, b0, b1)]
-    accs = [Float32(x).ir_value(loc=loc, ip=ip) for x in (c0, c1, c2, c3)]
-    st = llvm.inline_asm(
-        llvm.StructType.get_literal([IRT.f32()] * 4), words + accs,
-        f"mma.sync.aligned.m16n8k32.row.col.f32.{ta}.{tb}.f32 "
-        "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
-        "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", has_side_effects=False, is_align_stack=False,
-        asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip)
-    return tuple(Float32(llvm.extractvalue(IRT.f32(), st, [i], loc=loc, ip=ip))
-                 for i in range(4))
+from .mma_k32 import word_mma_hooks
 
 
 def build(knobs: dict):
@@ -60,31 +43,7 @@ def build(knobs: dict):
     THREADS = 32 * WM * WN
     SMEM = fp8_smem(knobs)
 
-    def mma_init(tiled_mma, thr_mma, tCsA, tCsB, shape_mn):
-        # f32 accumulators (4, MMA_M, MMA_N); word fragments (4, MMA_M) / (2, MMA_N) per k block
-        acc = cute.make_rmem_tensor(thr_mma.partition_shape_C(shape_mn), Float32)
-        acc.fill(0.0)
-        rA = cute.make_rmem_tensor(tCsA[None, None, 0, 0].shape, Int32)
-        rB = cute.make_rmem_tensor(tCsB[None, None, 0, 0].shape, Int32)
-        return acc, rA, rB
-
-    @cute.jit
-    def mma_kblock(tiled_mma, acc, rA, rB, fa, fb, kb: cutlass.Constexpr):
-        # the tf32 TiledMma partitions the word buffers; m16n8k32 fp8 issued per atom
-        for i in cutlass.range_constexpr(cute.size(rA)):
-            rA[i] = fa[i]
-        for i in cutlass.range_constexpr(cute.size(rB)):
-            rB[i] = fb[i]
-        for mi in cutlass.range_constexpr(cute.size(acc, mode=[1])):
-            for ni in cutlass.range_constexpr(cute.size(acc, mode=[2])):
-                d0, d1, d2, d3 = mma_f8(
-                    rA[0, mi], rA[1, mi], rA[2, mi], rA[3, mi], rB[0, ni], rB[1, ni],
-                    acc[0, mi, ni], acc[1, mi, ni], acc[2, mi, ni], acc[3, mi, ni],
-                    ta=TA, tb=TB)
-                acc[0, mi, ni] = d0
-                acc[1, mi, ni] = d1
-                acc[2, mi, ni] = d2
-                acc[3, mi, ni] = d3
+    mma_init, mma_kblock = word_mma_hooks(TA, TB, acc_float=True)
 
     pipe = mainloop(T, True, True, tiles, THREADS, mma_init, mma_kblock)
 

@@ -20,24 +20,10 @@ from __future__ import annotations
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64
-from cutlass._mlir.dialects import llvm
-from cutlass.cutlass_dsl import T as IRT, dsl_user_op
 
 from ..templates.gemm_int8 import INT8_TILES, int8_smem
 from .gemm_tf32 import mainloop
-
-
-@dsl_user_op
-def mma_s8(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3, *, ta: str, tb: str, loc=None, ip=None):
-    """One ``mma.sync.m16n8k32`` {ta}·{tb} → s32 on packed words; returns the 4 accumulators."""
-    vals = [Int32(x).ir_value(loc=loc, ip=ip) for x in (a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)]
-    st = llvm.inline_asm(
-        llvm.StructType.get_literal([IRT.i32()] * 4), vals,
-        f"mma.sync.aligned.m16n8k32.row.col.s32.{ta}.{tb}.s32 "
-        "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
-        "=r,=r,=r,=r,r,r,r,r,r,r,r,r,r,r", has_side_effects=False, is_align_stack=False,
-        asm_dialect=llvm.AsmDialect.AD_ATT, loc=loc, ip=ip)
-    return tuple(Int32(llvm.extractvalue(IRT.i32(), st, [i], loc=loc, ip=ip)) for i in range(4))
+from .mma_k32 import word_mma_hooks
 
 
 def build(knobs: dict):
@@ -50,31 +36,7 @@ def build(knobs: dict):
     THREADS = 32 * WM * WN
     SMEM = int8_smem(knobs)
 
-    def mma_init(tiled_mma, thr_mma, tCsA, tCsB, shape_mn):
-        # int32 accumulators (4, MMA_M, MMA_N); word fragments (4, MMA_M) / (2, MMA_N) per k block
-        acc = cute.make_rmem_tensor(thr_mma.partition_shape_C(shape_mn), Int32)
-        acc.fill(0)
-        rA = cute.make_rmem_tensor(tCsA[None, None, 0, 0].shape, Int32)
-        rB = cute.make_rmem_tensor(tCsB[None, None, 0, 0].shape, Int32)
-        return acc, rA, rB
-
-    @cute.jit
-    def mma_kblock(tiled_mma, acc, rA, rB, fa, fb, kb: cutlass.Constexpr):
-        # the tf32 TiledMma partitions the word buffers; m16n8k32 s8 issued per atom
-        for i in cutlass.range_constexpr(cute.size(rA)):
-            rA[i] = fa[i]
-        for i in cutlass.range_constexpr(cute.size(rB)):
-            rB[i] = fb[i]
-        for mi in cutlass.range_constexpr(cute.size(acc, mode=[1])):
-            for ni in cutlass.range_constexpr(cute.size(acc, mode=[2])):
-                d0, d1, d2, d3 = mma_s8(
-                    rA[0, mi], rA[1, mi], rA[2, mi], rA[3, mi], rB[0, ni], rB[1, ni],
-                    acc[0, mi, ni], acc[1, mi, ni], acc[2, mi, ni], acc[3, mi, ni],
-                    ta=TA, tb=TB)
-                acc[0, mi, ni] = d0
-                acc[1, mi, ni] = d1
-                acc[2, mi, ni] = d2
-                acc[3, mi, ni] = d3
+    mma_init, mma_kblock = word_mma_hooks(TA, TB, acc_float=False)
 
     pipe = mainloop(T, True, True, tiles, THREADS, mma_init, mma_kblock)
 

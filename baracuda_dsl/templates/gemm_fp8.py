@@ -52,6 +52,6 @@ GEMM_FP8 = register(KernelTemplate(
     geometry=lambda k: LaunchGeometry(threads=fp8_threads(k["tile"]), smem_bytes=fp8_smem(k)),
     sources=("baracuda_dsl.templates.gemm_fp8", "baracuda_dsl.kernels.gemm_tf32",
              "baracuda_dsl.templates.gemm_tf32", "baracuda_dsl.templates.gemm",
-             "baracuda_dsl.kernels.gemm_simt"),
+             "baracuda_dsl.kernels.gemm_simt", "baracuda_dsl.kernels.mma_k32"),
     arch_ok=lambda k, arch: arch in FP8_ARCHES,
 ))

@@ -42,5 +42,5 @@ GEMM_INT8 = register(KernelTemplate(
     geometry=lambda k: LaunchGeometry(threads=32 * INT8_TILES[k["tile"]][4]
                                       * INT8_TILES[k["tile"]][5], smem_bytes=int8_smem(k)),
     sources=("baracuda_dsl.kernels.gemm_tf32", "baracuda_dsl.templates.gemm_tf32",
-             "baracuda_dsl.templates.gemm"),
+             "baracuda_dsl.templates.gemm", "baracuda_dsl.kernels.mma_k32"),
 ))
