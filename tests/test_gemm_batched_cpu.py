@@ -236,23 +236,6 @@ def test_grouped_empty():
 
 
 # ------------------------------------------------------------------ batched gemm_mma launch
-class _FakeKernel:
-    def __init__(self, log, template, knobs):
-        self.log, self.template, self.knobs = log, template, knobs
-
-    def launch(self, grid, args, stream):
-        self.log.append((self.template.name, dict(self.knobs), tuple(grid), list(args), stream))
-
-
-@pytest.fixture
-def launches(monkeypatch):
-    from baracuda_dsl.plan import Plan
-
-    log = []
-    monkeypatch.setattr(Plan, "_kernel", lambda self, t, kn, dev: _FakeKernel(log, t, kn))
-    return log
-
-
 def test_batched_one_launch(launches, record):
     B, m, n, k = 7, 16, 64, 96
     p = BatchedGemmPlan.select(BatchedGemmDescriptor(B, m, n, k, "bf16", alpha=2.0, beta=0.5,

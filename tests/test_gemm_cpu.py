@@ -389,23 +389,6 @@ def test_split_ranges_numpy(k, S):
     assert np.allclose(c, a @ b)
 
 
-class _FakeKernel:
-    def __init__(self, log, template, knobs):
-        self.log, self.template, self.knobs = log, template, knobs
-
-    def launch(self, grid, args, stream):
-        self.log.append((self.template.name, dict(self.knobs), tuple(grid), list(args), stream))
-
-
-@pytest.fixture
-def launches(monkeypatch):
-    from baracuda_dsl.plan import Plan
-
-    log = []
-    monkeypatch.setattr(Plan, "_kernel", lambda self, t, kn, dev: _FakeKernel(log, t, kn))
-    return log
-
-
 def test_split_launch_args(launches):
     from baracuda_dsl.vocabulary import Workspace
 
