@@ -467,8 +467,7 @@ def test_wgmma_split_launch_args(launches, monkeypatch):
     assert t1 == "gemm_sm90" and kn1["out"] == "f32" and kn1["tile"] == "128x128"
     assert g1 == (min(32 * 4, 132), 1, 1) and s1 == s2 == 3
     # c = the workspace (row stride n), no bias, alpha 1, beta 0, act none; split (4, 16, m·n)
-    assert a1[2] == a1[0]                  # no TMA store of f32 partials: placeholder
-    assert a1[3:] == [ws_ptr, ws_ptr, c.ptr, c.ptr, m, n, k, n, 1, 0, 0, 0, 1.0, 0.0, 0,
+    assert a1[2:] == [ws_ptr, ws_ptr, c.ptr, c.ptr, m, n, k, n, 1, 0, 0, 0, 1.0, 0.0, 0,
                       spec90.EPI_VEC, 4, 16, m * n]
     assert t2 == "gemm_splitk_reduce" and kn2 == dict(out="bf16", act="gelu")
     assert a2 == [ws_ptr, c.ptr, bias.ptr, m, n, 4, n, n, 1, 1, 1.0, 0.5, 1]

@@ -57,8 +57,7 @@ def test_sku_space():
     assert len(c2) == 8 and {(k["tile"], k["a_major"]) for k in c2} == {("128x256", "k")}
     assert spec90.GEMM_SM90.geometry(c2[0]).cluster == 2
     for tile in spec90.TILES:
-        for out in ("bf16", "f32"):
-            assert spec90.smem_bytes(tile, out) <= 227 * 1024
+        assert spec90.smem_bytes(tile) <= 227 * 1024
     assert spec90.GEMM_SM90.geometry(dict(tile="128x256")).threads == 384
 
 
@@ -208,25 +207,15 @@ def test_launch_arguments(monkeypatch, tile):
     grid, args, _ = calls[0]
     tiles = math.ceil(m / 128) * math.ceil(n / 256)
     assert grid == ((min(tiles, 132), 1, 1) if cl == 1 else (2 * 60, 1, 1))   # 64 pairs > 60
-    ta, tb, tc = args[:3]
+    ta, tb = args[:2]
     assert ta == spec90.operand_tmap(BASE, "bf16", True, m, k, k, 128)
     assert tb == spec90.operand_tmap(BASE + (1 << 30), "bf16", True, n, k, 4104, 256, 64, cl)
-    assert tc == ta                               # beta != 0: no TMA store (placeholder)
-    assert args[3:] == [c.ptr, bias.ptr, c.ptr, c.ptr, m, n, k, n, 1, 1, 0, 0, 2.0, 0.5, 1,
+    assert args[2:] == [c.ptr, bias.ptr, c.ptr, c.ptr, m, n, k, n, 1, 1, 0, 0, 2.0, 0.5, 1,
                         spec90.ACT_CODES["gelu"] | spec90.EPI_VEC, 1, math.ceil(k / 64), 0]
     pack = ArgPack(spec90.GEMM_SM90.params)
     slots = (ctypes.c_void_p * len(args)).from_address(pack.set(args))
     assert ctypes.string_at(slots[0], 128) == ta and ctypes.string_at(slots[1], 128) == tb
-    assert ctypes.c_int32.from_address(slots[18]).value == args[18]
-    # beta = 0, row-major aligned bf16 c, n % 8 == 0: the output leaves by TMA stores through
-    # c's own descriptor (64 x 64 boxes)
-    calls.clear()
-    q = GemmPlan.select(GemmDescriptor(m, n, k, "bf16", epilogue="bias_gelu"), SM90, tile=tile)
-    monkeypatch.setattr(q, "_kernel", lambda t, kn, o: fake)
-    q.run(GemmArgs(a, b, c, bias))
-    args = calls[0][1]
-    assert args[2] == spec90.operand_tmap(c.ptr, "bf16", True, m, n, n, 64, 64)
-    assert args[18] == spec90.ACT_CODES["gelu"] | spec90.EPI_VEC | spec90.EPI_TMA
+    assert ctypes.c_int32.from_address(slots[17]).value == args[17]
 
 
 # ------------------------------------------------------------------------------ tmap ABI
@@ -316,7 +305,7 @@ def words(ir):
     return w
 
 
-def probe(dtype, kmajor, rows, k, ld, rows_tile, stages, mcast, store=False):
+def probe(dtype, kmajor, rows, k, ld, rows_tile, stages, mcast):
     T = K.TYPES[dtype]
     bk = 128 // (T.width // 8)
 
@@ -328,8 +317,7 @@ def probe(dtype, kmajor, rows, k, ld, rows_tile, stages, mcast, store=False):
 
     @cute.jit
     def launch(p: cute.Pointer, stream):
-        atom, coord = K.operand_tma(T, kmajor, p, rows, k, ld, rows_tile, bk, stages, mcast,
-                                    store)
+        atom, coord = K.operand_tma(T, kmajor, p, rows, k, ld, rows_tile, bk, stages, mcast)
         types.append((str(coord.type), str(K._coord_tensor(kmajor, rows, k).type)))
         kern(atom).launch(grid=[1, 1, 1], block=[32, 1, 1], stream=stream)
 
@@ -357,10 +345,6 @@ CASES = [
     ("e4m3", True, 1000, 4096, 4096, 128, 6, 1),      # fp8: 128-element swizzle rows
     ("e5m2", True, 14336, 4112, 4112, 256, 4, 1),
     ("e4m3", True, 7, 16, 16, 128, 6, 1),
-    # the output tile's TMA store (S2G): c (m, n) row-major, (64, 64) boxes
-    ("bf16", True, 1000, 4096, 4104, 64, 8, 1, True),
-    ("f16", True, 7, 136, 136, 64, 4, 1, True),
-    ("bf16", True, 1, 8, 8, 64, 4, 1, True),
 ]
 
 
@@ -376,7 +360,7 @@ def test_host_tmap_matches_dsl(tmp_path):
     res = json.loads(out.stdout[out.stdout.index("RESULT") + 6:].strip().splitlines()[0])
     addr = 0x7F00_1234_5670
     for case, (words, (dsl_coord, our_coord)) in zip(CASES, res):
-        dt, kmajor, rows, k, ld, rows_tile, _, mcast = case[:8]
+        dt, kmajor, rows, k, ld, rows_tile, _, mcast = case
         bk = 128 // spec90.ITEMSIZE[dt]
         ours = list(struct.unpack("<16Q", spec90.operand_tmap(addr, dt, kmajor, rows, k, ld,
                                                               rows_tile, bk, mcast)))

@@ -47,8 +47,8 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass import Float32, Int32, Int64
 from cutlass.cute.nvgpu import cpasync, warpgroup
 
-from ..templates.gemm_sm90 import (ACT_CODES, EPI_CW, EPI_LD, EPI_SEG, EPI_TMA, EPI_VEC,
-                                   GROUP_M, THREADS, TILES, block_k, smem_bytes, stages)
+from ..templates.gemm_sm90 import (ACT_CODES, EPI_CW, EPI_LD, EPI_SEG, EPI_VEC, GROUP_M,
+                                   THREADS, TILES, block_k, smem_bytes)
 from .gemm_simt import TYPES as _TYPES, activation, epilogue_value
 
 #: dtype knob -> DSL element type (the 16-bit and f32 types of gemm_simt plus fp8)
@@ -109,45 +109,6 @@ def _stage_chunk(acc, ps: cute.Pointer, lane, wq, q: cutlass.Constexpr):
 
 
 @cute.jit
-def _scale_seg(r, psa: cute.Pointer, psb: cute.Pointer, gr, gc, n, sas: Int64, sbs: Int64):
-    """fp8 dequantisation of one staged segment: r[e] *= sa[gr · sas] · sb[(gc + e) · sbs]
-    (column indices clamped into n)."""
-    s_row = Float32(cute.make_tensor(psa + Int64(gr) * sas, cute.make_layout(1))[0])
-    for e in cutlass.range_constexpr(EPI_SEG):
-        cc = Int64(cutlass.min(gc + e, n - 1))
-        s_col = Float32(cute.make_tensor(psb + cc * sbs, cute.make_layout(1))[0])
-        r[e] = r[e] * (s_row * s_col)
-
-
-@cute.jit
-def _readout_smem(ps: cute.Pointer, row, seg, gr, gc, sO, orow, ocol, blk,
-                  pbias: cute.Pointer, psa: cute.Pointer, psb: cute.Pointer, m, n, sas: Int64,
-                  sbs: Int64, alpha, has_bias, act: cutlass.Constexpr, OT: cutlass.Constexpr,
-                  FP8: cutlass.Constexpr):
-    """TMA-store epilogue: one thread's staged segment → act(alpha · acc (· fp8 scales) + bias)
-    rounded to OT, written into the tile's output buffer ``sO`` at (orow, ocol.., blk) for the
-    bulk store (n % 8 == 0: a segment is wholly inside or outside n; rows / columns past the
-    matrix are clipped by the TMA store, so nothing is written for them)."""
-    if cute.elem_less(gr, m) & cute.elem_less(gc, n):
-        src = cute.make_tensor((ps + (row * EPI_LD + seg * EPI_SEG)).align(16),
-                               cute.make_layout(EPI_SEG))
-        r = cute.make_rmem_tensor(cute.make_layout(EPI_SEG), Float32)
-        cute.autovec_copy(src, r)
-        if cutlass.const_expr(FP8):
-            _scale_seg(r, psa, psb, gr, gc, n, sas, sbs)
-        o = cute.make_rmem_tensor(cute.make_layout(EPI_SEG), OT)
-        for e in cutlass.range_constexpr(EPI_SEG):
-            r[e] = alpha * r[e]
-        if has_bias:
-            bv = cute.make_tensor((pbias + Int64(gc)).align(16), cute.make_layout(EPI_SEG))
-            cute.autovec_copy(bv, o)
-            for e in cutlass.range_constexpr(EPI_SEG):
-                r[e] = r[e] + Float32(o[e])
-        for e in cutlass.range_constexpr(EPI_SEG):
-            sO[(orow, ocol + e, blk)] = OT(activation(r[e], act))
-
-
-@cute.jit
 def _readout(ps: cute.Pointer, row, seg, gr, gc, pc: cute.Pointer, pbias: cute.Pointer,
              psa: cute.Pointer, psb: cute.Pointer, m, n, csm: Int64, csn: Int64, bs: Int64,
              sas: Int64, sbs: Int64, alpha, beta, use_beta, has_bias, vec,
@@ -162,7 +123,11 @@ def _readout(ps: cute.Pointer, row, seg, gr, gc, pc: cute.Pointer, pbias: cute.P
         r = cute.make_rmem_tensor(cute.make_layout(EPI_SEG), Float32)
         cute.autovec_copy(src, r)
         if cutlass.const_expr(FP8):
-            _scale_seg(r, psa, psb, gr, gc, n, sas, sbs)
+            s_row = Float32(cute.make_tensor(psa + Int64(gr) * sas, cute.make_layout(1))[0])
+            for e in cutlass.range_constexpr(EPI_SEG):
+                cc = Int64(cutlass.min(gc + e, n - 1))
+                s_col = Float32(cute.make_tensor(psb + cc * sbs, cute.make_layout(1))[0])
+                r[e] = r[e] * (s_row * s_col)
         if vec & cute.elem_less(gc + (EPI_SEG - 1), n):
             coff = Int64(gr) * csm + Int64(gc)
             cv = cute.make_tensor((pc + coff).align(16), cute.make_layout(EPI_SEG))
@@ -189,19 +154,15 @@ def _readout(ps: cute.Pointer, row, seg, gr, gc, pc: cute.Pointer, pbias: cute.P
 
 
 def operand_tma(T, kmajor: bool, ptr, rows, k, ld, rows_tile: int, bk: int, stages: int,
-                mcast: int = 1, store: bool = False):
+                mcast: int = 1):
     """TMA load atom (its descriptor is what ``templates.gemm_sm90.operand_tmap`` encodes on the
     host) and DSL coordinate tensor of one operand seen as (rows, k), box rows_tile × bk into the
     stage layout of :func:`_smem_layout`; ``mcast`` > 1: a multicast atom whose tile is split
     over that many CTAs of the cluster.  Shared by ``launch`` and the CPU test's probes."""
     g = cute.make_tensor(ptr, _gmem_layout(kmajor, rows, k, ld))
     ls = _smem_layout(T, kmajor, rows_tile, bk, stages)
-    if store:                   # the output tile's bulk store (S2G)
-        op = cpasync.CopyBulkTensorTileS2GOp()
-    elif mcast == 1:
-        op = cpasync.CopyBulkTensorTileG2SOp()
-    else:
-        op = cpasync.CopyBulkTensorTileG2SMulticastOp()
+    op = (cpasync.CopyBulkTensorTileG2SOp() if mcast == 1
+          else cpasync.CopyBulkTensorTileG2SMulticastOp())
     return cpasync.make_tiled_tma_atom(op, g, cute.slice_(ls, (None, None, 0)), (rows_tile, bk),
                                        num_multicast=mcast)
 
@@ -213,15 +174,12 @@ def build(knobs: dict):
     OT = TYPES[knobs["out"]]
     a_k = knobs["a_major"] == "k"
     b_k = knobs["b_major"] == "k"
-    bM, bN = TILES[knobs["tile"]][:2]
-    ST = stages(knobs["tile"], knobs["out"])
-    OUT16 = OT.width == 16                # the output tile leaves by TMA stores when allowed
-    NOB = bN // 64                        # 64 × 64 output blocks per warpgroup row
+    bM, bN, _, ST = TILES[knobs["tile"]]
     bK = block_k(knobs["tile"], knobs["dtype"])
     NCH = bN // EPI_CW                    # epilogue chunks per warpgroup tile
     CL = int(knobs.get("cluster", 1))     # CTAs per cluster along m (B multicast over them)
     GM = GROUP_M // CL                    # rasterisation group, in cluster rows
-    SMEM = smem_bytes(knobs["tile"], knobs["out"])
+    SMEM = smem_bytes(knobs["tile"])
     STAGE_BYTES = (bM + bN) * bK * (T.width // 8)
     A_MODE = warpgroup.OperandMajorMode.K if a_k else warpgroup.OperandMajorMode.MN
     B_MODE = warpgroup.OperandMajorMode.K if b_k else warpgroup.OperandMajorMode.MN
@@ -233,10 +191,9 @@ def build(knobs: dict):
         sA: cute.struct.Align[cute.struct.MemRange[T, bM * bK * ST], 1024]
         sB: cute.struct.Align[cute.struct.MemRange[TB, bN * bK * ST], 1024]
         sC: cute.struct.Align[cute.struct.MemRange[Float32, 2 * 64 * EPI_LD], 16]
-        sO: cute.struct.Align[cute.struct.MemRange[OT, bM * bN if OUT16 else 8], 1024]
 
     @cute.kernel
-    def kernel(tma_a: cute.CopyAtom, tma_b: cute.CopyAtom, tma_c: cute.CopyAtom, pc: cute.Pointer,
+    def kernel(tma_a: cute.CopyAtom, tma_b: cute.CopyAtom, pc: cute.Pointer,
                pbias: cute.Pointer, psa: cute.Pointer, psb: cute.Pointer, m: Int32, n: Int32,
                k: Int32, csm: Int64, csn: Int64, bs: Int64, sas: Int64, sbs: Int64,
                alpha: Float32, beta: Float32, has_bias: Int32, epi: Int32, splits: Int32,
@@ -244,7 +201,6 @@ def build(knobs: dict):
         tidx, _, _ = cute.arch.thread_idx()
         act = epi & 3
         vec = (epi & EPI_VEC) != 0
-        tma_out = (epi & EPI_TMA) != 0
         bid, _, _ = cute.arch.block_idx()
         nblk, _, _ = cute.arch.grid_dim()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
@@ -351,15 +307,6 @@ def build(knobs: dict):
             erow = wtid // (EPI_CW // EPI_SEG)           # staged row this thread finishes
             eseg = wtid % (EPI_CW // EPI_SEG)
             ps_wg = st.sC.data_ptr() + wgc * (64 * EPI_LD)
-            if cutlass.const_expr(OUT16):
-                # the output tile buffer: (64, 64) blocks of 128-byte swizzled rows, the box of
-                # c's TMA store descriptor; block index = warpgroup row · NOB + column block
-                lso = _smem_layout(OT, True, 64, 64, 2 * NOB)
-                sO = st.sO.get_tensor(lso.outer, swizzle=lso.inner)
-                gO = cute.local_tile(_coord_tensor(True, m, n), (64, 64), (None, None))
-                tOs, tOg = cpasync.tma_partition(tma_c, 0, cute.make_layout(1),
-                                                 cute.group_modes(sO, 0, 2),
-                                                 cute.group_modes(gO, 0, 2))
             for u in cutlass.range(cid, ntiles * splits, ncl):
                 t = u % ntiles
                 sp = u // ntiles                          # k split of this work unit
@@ -394,10 +341,6 @@ def build(knobs: dict):
                 # then each thread finishes EPI_SEG consecutive columns of one row with
                 # coalesced 16-byte loads / stores; the chunk loop is dynamic so the finishing
                 # code exists once per activation, not once per fragment element
-                if cutlass.const_expr(OUT16):
-                    if tma_out & (wtid == 0):
-                        # the previous tile's bulk stores have read the output buffer
-                        cute.arch.cp_async_bulk_wait_group(0, read=True)
                 for q in cutlass.range(NCH):
                     cute.arch.barrier(barrier_id=1 + wgc, number_of_threads=128)
                     for qq in cutlass.range_constexpr(NCH):
@@ -405,38 +348,12 @@ def build(knobs: dict):
                             _stage_chunk(acc, ps_wg, lane, wq, qq)
                     cute.arch.barrier(barrier_id=1 + wgc, number_of_threads=128)
                     gr = tm * bM + wgc * 64 + erow
-                    tc0 = q * EPI_CW + eseg * EPI_SEG        # column inside the tile
-                    gc = tn * bN + tc0
+                    gc = tn * bN + q * EPI_CW + eseg * EPI_SEG
                     for ai in cutlass.range_constexpr(len(ACTS)):
                         if act == ACTS[ai][1]:
-                            if cutlass.const_expr(OUT16):
-                                if tma_out:
-                                    _readout_smem(ps_wg, erow, eseg, gr, gc, sO, erow, tc0 % 64,
-                                                  wgc * NOB + tc0 // 64, pbias, psa, psb, m, n,
-                                                  sas, sbs, alpha, hb, ACTS[ai][0], OT, FP8)
-                                else:
-                                    _readout(ps_wg, erow, eseg, gr, gc, pc + Int64(sp) * zc,
-                                             pbias, psa, psb, m, n, csm, csn, bs, sas, sbs,
-                                             alpha, beta, use_beta, hb, vec, ACTS[ai][0], OT,
-                                             FP8)
-                            else:
-                                _readout(ps_wg, erow, eseg, gr, gc, pc + Int64(sp) * zc, pbias,
-                                         psa, psb, m, n, csm, csn, bs, sas, sbs, alpha, beta,
-                                         use_beta, hb, vec, ACTS[ai][0], OT, FP8)
-                if cutlass.const_expr(OUT16):
-                    if tma_out:
-                        # make the generic-proxy writes visible to the bulk copy, then one thread
-                        # of the warpgroup stores its 64-row half block by block
-                        cute.arch.fence_proxy("async.shared", space="cta")
-                        cute.arch.barrier(barrier_id=1 + wgc, number_of_threads=128)
-                        if wtid == 0:
-                            for cb in cutlass.range_constexpr(NOB):
-                                cute.copy(tma_c, tOs[(None, wgc * NOB + cb)],
-                                          tOg[(None, tm * (bM // 64) + wgc, tn * NOB + cb)])
-                            cute.arch.cp_async_bulk_commit_group()
-            if cutlass.const_expr(OUT16):
-                if tma_out & (wtid == 0):
-                    cute.arch.cp_async_bulk_wait_group(0)
+                            _readout(ps_wg, erow, eseg, gr, gc, pc + Int64(sp) * zc, pbias, psa,
+                                     psb, m, n, csm, csn, bs, sas, sbs, alpha, beta, use_beta,
+                                     hb, vec, ACTS[ai][0], OT, FP8)
 
     @cute.jit
     def launch(pa: cute.Pointer, pb: cute.Pointer, pc: cute.Pointer, pbias: cute.Pointer,
@@ -448,17 +365,13 @@ def build(knobs: dict):
         ldb = cute.assume(ldb, divby=128 // TB.width)
         tma_a, _ = operand_tma(T, a_k, pa, m, k, lda, bM, bK, ST)
         tma_b, _ = operand_tma(TB, b_k, pb, n, k, ldb, bN, bK, ST, CL)
-        tma_c = tma_a                       # f32 outputs: an unused placeholder descriptor
-        if cutlass.const_expr(OUT16):
-            tma_c, _ = operand_tma(OT, True, pc, m, n, cute.assume(csm, divby=8), 64, 64,
-                                   2 * NOB, store=True)
         if cutlass.const_expr(CL == 1):
-            kernel(tma_a, tma_b, tma_c, pc, pbias, psa, psb, m, n, k, csm, csn, bs, sas, sbs, alpha,
+            kernel(tma_a, tma_b, pc, pbias, psa, psb, m, n, k, csm, csn, bs, sas, sbs, alpha,
                    beta, has_bias, epi, splits, kps, zc).launch(
                        grid=[grid, 1, 1], block=[THREADS, 1, 1], smem=SMEM,
                        min_blocks_per_mp=1, stream=stream)
         else:
-            kernel(tma_a, tma_b, tma_c, pc, pbias, psa, psb, m, n, k, csm, csn, bs, sas, sbs, alpha,
+            kernel(tma_a, tma_b, pc, pbias, psa, psb, m, n, k, csm, csn, bs, sas, sbs, alpha,
                    beta, has_bias, epi, splits, kps, zc).launch(
                        grid=[grid, 1, 1], block=[THREADS, 1, 1], cluster=[CL, 1, 1],
                        smem=SMEM, min_blocks_per_mp=1, stream=stream)

@@ -108,21 +108,12 @@ def launch_sm90(plan, lk, knobs, a, b, c, pbias, bs, hb, lds, stream, scales=Non
     if split is not None:           # partial products: plain f32 stores into the workspace
         cp, csm, csn = cview[0], cview[1], 1
         epi = spec90.epi_word("none", cp, csm, 1, d.m, 4)
-        lk.launch(grid, [ta, tb, ta, cp, cp, psa, psb, d.m, d.n, d.k, csm, csn, 0, sas, sbs,
-                         1.0, 0.0, 0, epi, S, kps, zc], stream)
+        lk.launch(grid, [ta, tb, cp, cp, psa, psb, d.m, d.n, d.k, csm, csn, 0, sas, sbs, 1.0,
+                         0.0, 0, epi, S, kps, zc], stream)
         return
     act = getattr(plan, "_act", "none")
-    beta = getattr(d, "beta", 0.0)
-    csm, csn = c.strides
-    epi = spec90.epi_word(act, c.ptr, csm, csn, d.m, d.out_dtype.itemsize,
-                          None if not hb else pbias, bs, n=d.n, beta=beta)
-    tc = ta                         # placeholder unless the output leaves by TMA stores
-    if epi & spec90.EPI_TMA:
-        ckey = ("c", c.ptr, csm, id(knobs))
-        tc = memo.get(ckey)
-        if tc is None:
-            ld = csm if d.m > 1 else -(-d.n // 8) * 8
-            tc = memo[ckey] = spec90.operand_tmap(c.ptr, knobs["out"], True, d.m, d.n, ld,
-                                                  64, 64)
-    lk.launch(grid, [ta, tb, tc, c.ptr, pbias, psa, psb, d.m, d.n, d.k, csm, csn, bs, sas,
-                     sbs, getattr(d, "alpha", 1.0), beta, hb, epi, S, kps, zc], stream)
+    epi = spec90.epi_word(act, c.ptr, c.strides[0], c.strides[1], d.m,
+                          d.out_dtype.itemsize, None if not hb else pbias, bs)
+    lk.launch(grid, [ta, tb, c.ptr, pbias, psa, psb, d.m, d.n, d.k, c.strides[0],
+                     c.strides[1], bs, sas, sbs, getattr(d, "alpha", 1.0),
+                     getattr(d, "beta", 0.0), hb, epi, S, kps, zc], stream)

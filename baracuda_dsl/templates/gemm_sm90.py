@@ -73,36 +73,22 @@ ACT_CODES = {"none": 0, "relu": 1, "gelu": 2, "silu": 3}
 #: (and bias, if read, is dense and 16-byte aligned likewise): the epilogue then reads / writes
 #: each thread's 16 consecutive columns of a staged chunk as 16-byte vectors
 EPI_VEC = 4
-#: ``epi`` bit: the 16-bit output goes out by TMA bulk-tensor stores from a tile-sized shared
-#: buffer (c row-major and 16-byte aligned, beta = 0, n a multiple of 8; the host sets it and
-#: passes c's CUtensorMap) — the stores drain while the next tile's mainloop runs
-EPI_TMA = 8
 #: epilogue staging: each consumer warpgroup moves its 64 × bN accumulators through shared memory
 #: in chunks of 64 × EPI_CW f32 (row stride EPI_LD: the padding makes the fragment writes
 #: bank-conflict-free); per chunk each thread then owns EPI_SEG consecutive columns of one row
-EPI_CW = 16
+EPI_CW = 32
 EPI_LD = EPI_CW + 8
-EPI_SEG = EPI_CW // 2
-#: pipeline stages of the SKUs with a 16-bit output (their tile-sized output buffer for the TMA
-#: store takes the shared memory of one / two stages)
-STORE_STAGES = {"128x128": 5, "128x256": 3}
-
-
-def stages(tile: str, out: str) -> int:
-    """Pipeline stages of a SKU: :data:`STORE_STAGES` for 16-bit outputs, else the tile's."""
-    return STORE_STAGES[tile] if ITEMSIZE.get(out, 4) == 2 else TILES[tile][3]
+EPI_SEG = 16
 
 
 def epi_word(act: str, c_ptr: int, csm: int, csn: int, m: int, out_itemsize: int,
-             bias_ptr=None, bs: int = 1, n: int = 0, beta: float = 0.0) -> int:
+             bias_ptr=None, bs: int = 1) -> int:
     """The kernel's ``epi`` parameter: activation code | EPI_VEC when 16-byte vector c (and
-    bias) accesses are aligned | EPI_TMA when the 16-bit output can leave by TMA stores."""
+    bias) accesses are aligned."""
     ok = (csn == 1 and c_ptr % 16 == 0 and ((csm * out_itemsize) % 16 == 0 or m == 1))
     if bias_ptr is not None:
         ok = ok and bs == 1 and bias_ptr % 16 == 0
-    tma = (ok and out_itemsize == 2 and beta == 0 and n % 8 == 0 and n > 0 and m > 0
-           and 0 < max(csm, n) < 2 ** 36)
-    return ACT_CODES[act] | (EPI_VEC if ok else 0) | (EPI_TMA if tma else 0)
+    return ACT_CODES[act] | (EPI_VEC if ok else 0)
 
 
 #: 1 producer warpgroup + 2 consumer warpgroups
@@ -115,13 +101,9 @@ SMEM_EXTRA = 1024 + 256
 EPI_SMEM = 2 * 64 * EPI_LD * 4
 
 
-def smem_bytes(tile: str, out: str = "f32") -> int:
-    """Dynamic shared memory of a SKU: the operand stages (one 128-byte swizzle row of k per
-    stage), the epilogue staging chunks, the 16-bit outputs' tile buffer, barriers."""
-    bm, bn, bk = TILES[tile][:3]
-    st = stages(tile, out)
-    obuf = bm * bn * 2 if ITEMSIZE.get(out, 4) == 2 else 0
-    return st * (bm + bn) * bk * 2 + EPI_SMEM + obuf + SMEM_EXTRA
+def smem_bytes(tile: str) -> int:
+    bm, bn, bk, st = TILES[tile]
+    return st * (bm + bn) * bk * 2 + EPI_SMEM + SMEM_EXTRA
 
 
 def num_tiles(m: int, n: int, tile: str) -> int:
@@ -158,12 +140,11 @@ GEMM_SM90 = register(KernelTemplate(
     name="gemm_sm90",
     family="gemm",
     module="baracuda_dsl.kernels.gemm_sm90",
-    params=params("ta:tmap tb:tmap tc:tmap c:ptr bias:ptr sa:ptr sb:ptr m:i32 n:i32 k:i32 "
-                  "csm:i64 csn:i64 bs:i64 sas:i64 sbs:i64 alpha:f32 beta:f32 has_bias:i32 epi:i32 "
+    params=params("ta:tmap tb:tmap c:ptr bias:ptr sa:ptr sb:ptr m:i32 n:i32 k:i32 csm:i64 "
+                  "csn:i64 bs:i64 sas:i64 sbs:i64 alpha:f32 beta:f32 has_bias:i32 epi:i32 "
                   "splits:i32 kps:i32 zc:i64"),
     space=_space,
-    geometry=lambda k: LaunchGeometry(threads=THREADS,
-                                      smem_bytes=smem_bytes(k["tile"], k.get("out", "f32")),
+    geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=smem_bytes(k["tile"]),
                                       cluster=int(k.get("cluster", 1))),
     sources=("baracuda_dsl.kernels.gemm_simt",),
     arch_ok=lambda k, arch: arch == "sm90a",
