@@ -271,19 +271,24 @@ def test_split_heuristic():
         assert dict(p.sku().knobs)["tile"] == "16x32" and p.splits == 4
         assert p.workspace_size() == 4 * m * 4096 * 4
         assert p._ks == 1024
-    # sm90a, m > 16, under 64 tiles of 128x128: the wgmma 128x128 SKU split over k
-    # (m = 128, n = 4096: 32 tiles, 64 k blocks -> min(132 // 32, 64 // 32) = 2 splits of
-    # whole 64-blocks; f32 partials)
-    p = sel(128, 4096, 4096)
+    # sm90a, m > 64, under one wave of 128x128 tiles: the narrow 128x64 wgmma tile, unsplit
+    for m, n, k in ((128, 4096, 4096), (128, 4096, 14336), (200, 2000, 4160), (256, 4096, 4096)):
+        p = sel(m, n, k)
+        assert p.sku().template == "gemm_sm90" and dict(p.sku().knobs)["tile"] == "128x64"
+        assert p.splits == 1 and p.workspace_size() == 0
+    # 16 < m <= 64, under 64 tiles of 128x128, k >= 1024: the wgmma 128x128 SKU split over k
+    # (m = 64, n = 4096: 32 tiles, 64 k blocks -> min(132 // 32, 64 // 16) = 4 splits of whole
+    # 64-blocks; f32 partials)
+    p = sel(64, 4096, 4096)
     assert p.sku().template == "gemm_sm90" and dict(p.sku().knobs)["tile"] == "128x128"
-    assert dict(p.sku().knobs)["out"] == "f32" and p.splits == 2 and p._ks == 2048
-    p = sel(128, 4096, 14336)
-    assert p.splits == 4 and p._ks == 3584
-    assert sel(128, 4096, 1000).sku().template == "gemm_mma"      # k < WG_SPLIT_MIN_K
-    p = sel(200, 2000, 4160)                                       # 32 tiles, 65 k blocks
-    assert p.splits == 2 and p._ks == 33 * 64 and 4160 - 2112 == 2048      # last: 32 blocks
-    assert sel(128, 2048, 8192).splits == 4                        # 16 tiles, 128 k blocks
-    assert sel(128, 4096, 2048).splits == 1 and sel(128, 4096, 2048).workspace_size() == 0
+    assert dict(p.sku().knobs)["out"] == "f32" and p.splits == 4 and p._ks == 1024
+    p = sel(32, 4096, 4160)                                        # 65 k blocks
+    assert p.splits == 4 and p._ks == 17 * 64 and 4160 - 3 * 1088 == 896  # last: 14 blocks
+    assert sel(64, 4096, 1000).sku().template == "gemm_mma"       # k < WG_SPLIT_MIN_K
+    assert sel(64, 2048, 8192).splits == 8                         # 16 tiles, 128 k blocks
+    # a forced split on a narrow-tile shape takes the split 128x128 route
+    p = GemmPlan.select(GemmDescriptor(128, 4096, 4096, "bf16"), SM90, splits=2)
+    assert dict(p.sku().knobs)["tile"] == "128x128" and p.splits == 2
     # on sm80 / sm89 the mma.sync 64x64 tile splits instead
     p = sel(128, 4096, 4096, PREF)
     assert dict(p.sku().knobs)["tile"] == "64x64" and p.splits == 324 // 128
@@ -457,7 +462,7 @@ def test_wgmma_split_launch_args(launches, monkeypatch):
     monkeypatch.setattr(dev, "sm_count", lambda ordinal=0: 132)
     m, n, k = 128, 4096, 4096
     p = GemmPlan.select(GemmDescriptor(m, n, k, "bf16", epilogue="bias_gelu", beta=0.5), SM90,
-                        splits=4)
+                        tile="wgmma128x128", splits=4)
     assert p.splits == 4 and p._ks == 1024
     a, b, c = row(m, k, bfloat16), col(k, n, bfloat16), row(m, n, bfloat16)
     bias = tv((n,), (1,), bfloat16)

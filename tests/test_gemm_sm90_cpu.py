@@ -46,13 +46,15 @@ def test_sku_space():
 
     t = get_template("gemm_sm90")
     assert t.family == "gemm"
-    assert len(t.skus("sm90a")) == 2 * 2 * 2 * 2 * 2 + 2 * 2 * 2 + 3 * 3 * 2 == 58
+    assert len(t.skus("sm90a")) == 2 * 2 * 2 * 2 * 2 + 2 * 2 * 2 + 3 * 3 * 2 + 2 * 2 == 62
+    narrow = [dict(k) for k in t.skus("sm90a") if dict(k)["tile"] == spec90.NARROW_TILE]
+    assert len(narrow) == 4 and all(k["a_major"] == k["b_major"] == "k" for k in narrow)
     fp8 = [dict(k) for k in t.skus("sm90a") if dict(k)["dtype"] in ("e4m3", "e5m2")]
     assert len(fp8) == 18 and all(k["a_major"] == k["b_major"] == "k" for k in fp8)
     assert {(k["dtype"], k["b"]) for k in fp8} == set(spec90.FP8_PAIRS)
     assert spec90.block_k("128x256", "e4m3") == 128 and spec90.block_k("128x256", "bf16") == 64
     assert t.skus("sm80") == () and t.skus("sm89") == ()
-    assert {dict(k)["tile"] for k in t.skus("sm90a")} == {"128x128", "128x256"}
+    assert {dict(k)["tile"] for k in t.skus("sm90a")} == {"128x128", "128x256", "128x64"}
     c2 = [dict(k) for k in t.skus("sm90a") if dict(k)["cluster"] == 2]
     assert len(c2) == 8 and {(k["tile"], k["a_major"]) for k in c2} == {("128x256", "k")}
     assert spec90.GEMM_SM90.geometry(c2[0]).cluster == 2
@@ -65,19 +67,22 @@ def test_sku_space():
 def test_sm90_selection():
     big = GemmPlan.select(GemmDescriptor(4096, 4096, 4096, "bf16"), SM90)
     assert big.sku().template == "gemm_sm90" and dict(big.sku().knobs)["tile"] == "128x256"
-    mid = GemmPlan.select(GemmDescriptor(1000, 1000, 512, "f16", epilogue="bias_gelu"), SM90)
+    mid = GemmPlan.select(GemmDescriptor(1000, 2200, 512, "f16", epilogue="bias_gelu"), SM90)
     assert mid.sku().template == "gemm_sm90" and dict(mid.sku().knobs)["tile"] == "128x128"
-    assert mid.sku().epilogue == "bias_gelu"
+    assert mid.sku().epilogue == "bias_gelu"          # 144 tiles of 128x128, 72 of 128x256
+    # under one wave of 128x128 tiles (m > 64): the narrow 128x64 tile
+    nar = GemmPlan.select(GemmDescriptor(1000, 1000, 512, "f16"), SM90)
+    assert nar.sku().template == "gemm_sm90" and dict(nar.sku().knobs)["tile"] == "128x64"
     # decode shapes stay on the mma.sync decode tile; f32 / f64 on SIMT
     dec = GemmPlan.select(GemmDescriptor(16, 4096, 4096, "bf16"), SM90)
     assert dec.sku().template == "gemm_mma" and dict(dec.sku().knobs)["tile"] == "16x32"
     assert GemmPlan.select(GemmDescriptor(17, 8192, 4096, "bf16"),
                            SM90).sku().template == "gemm_sm90"
-    # grids under SM90_MIN_TILES 128x128 tiles (m = 128, n = 4096: 32) split k on wgmma
-    small = GemmPlan.select(GemmDescriptor(128, 4096, 4096, "bf16"), SM90)
+    # m <= 64 under SM90_MIN_TILES 128x128 tiles (m = 64, n = 4096: 32) split k on wgmma
+    small = GemmPlan.select(GemmDescriptor(64, 4096, 4096, "bf16"), SM90)
     assert small.sku().template == "gemm_sm90" and dict(small.sku().knobs)["tile"] == "128x128"
-    assert small.splits == 2
-    small = GemmPlan.select(GemmDescriptor(128, 4096, 512, "bf16"), SM90)      # k too short
+    assert small.splits == 4
+    small = GemmPlan.select(GemmDescriptor(64, 4096, 512, "bf16"), SM90)       # k too short
     assert small.sku().template == "gemm_mma" and dict(small.sku().knobs)["tile"] == "64x64"
     assert GemmPlan.select(GemmDescriptor(64, 64, 64, "f32"), SM90).sku().template == "gemm_simt"
     # other arches never see the wgmma kernel
@@ -118,7 +123,9 @@ def test_layout_routing(am, bm):
             b = col(k, n, dt, ld=128) if bm == "k" else row(k, n, dt, ld=1000)
             t, kn = p.kernel_for(GemmArgs(a, b, row(m, n, o)))
             assert t.name == "gemm_sm90", kn
-            assert kn["a_major"] == am and kn["b_major"] == bm and kn["tile"] == "128x128"
+            # under one wave of 128x128 tiles: the narrow tile where it exists (k-major a and b)
+            want = "128x64" if (am, bm) == ("k", "k") else "128x128"
+            assert kn["a_major"] == am and kn["b_major"] == bm and kn["tile"] == want
             assert freeze_knobs(kn) in get_template("gemm_sm90").skus("sm90a")
             # c with any strides stays on the wgmma kernel
             assert p.kernel_for(GemmArgs(a, b, col(m, n, o)))[0].name == "gemm_sm90"

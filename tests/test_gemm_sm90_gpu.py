@@ -179,7 +179,7 @@ def test_wgmma_split_k(splits):
     workspace, gemm_splitk_reduce epilogue): the default small-grid route (m = 128, n = 4096)
     and forced splits with k residues, every epilogue, beta, strided c; deterministic."""
     torch, GemmArgs, GemmDescriptor, GemmPlan = _mods()
-    cases = [(128, 4096, 4096, "bias_gelu", 0.0), (200, 520, 1000 + 8, "bias_relu", 0.5),
+    cases = [(64, 4096, 4096, "bias_gelu", 0.0), (200, 520, 1000 + 8, "bias_relu", 0.5),
              (17, 136, 64 * 7 + 8, "identity", -1.0), (300, 264, 2048, "bias_silu", 0.0)]
     for i, (m, n, k, epi, beta) in enumerate(cases):
         for dt in ("bfloat16", "float16"):
@@ -196,12 +196,13 @@ def test_wgmma_split_k(splits):
                 if epi != "identity" else None
             desc = GemmDescriptor(m, n, k, dt, beta=beta, epilogue=epi)
             if splits is None:
-                if (m, n, k) != (128, 4096, 4096):
+                if (m, n, k) != (64, 4096, 4096):
                     continue
                 plan = GemmPlan.select(desc)
-                assert plan.splits == 2
+                assert plan.splits == 4
             else:
-                plan = GemmPlan.select(desc, tile="wgmma128x128", splits=splits)
+                tile = "wgmma128x64" if i % 2 else "wgmma128x128"
+                plan = GemmPlan.select(desc, tile=tile, splits=splits)
                 assert plan.splits == splits
             args = GemmArgs(a, b, c, bias)
             assert plan.kernel_for(args)[0].name == "gemm_sm90"
@@ -213,3 +214,21 @@ def test_wgmma_split_k(splits):
             c.copy_(c_old)
             plan.run(args, workspace=ws)
             assert torch.equal(c, first)                    # bit-identical rerun
+
+
+def test_narrow_tile():
+    """The 128x64 wgmma tile (small grids with m > 64: the default under one wave of 128x128
+    tiles): default pick, odd sizes, every epilogue, beta, f32 output; other operand majors fall
+    back to 128x128."""
+    torch, *_ = _mods()
+    kn = _run(128, 4096, 4096, "bfloat16", b_t=True, tile=None, epilogue="bias_gelu")
+    assert kn["tile"] == "128x64"
+    for i, (m, n, k) in enumerate(((65, 72, 64), (200, 520, 1000), (300, 264, 2048),
+                                   (1000, 1000, 127))):
+        epi = ("identity", "bias", "bias_relu", "bias_silu")[i]
+        kn = _run(m, n, k, ("bfloat16", "float16")[i % 2], b_t=True, tile="wgmma128x64",
+                  epilogue=epi, beta=0.5 if i % 2 else 0.0,
+                  out_dtype="float32" if i == 2 else None, seed=i)
+        assert kn["tile"] == "128x64", kn
+    kn = _run(300, 264, 256, "bfloat16", tile="wgmma128x64")         # n-major b: 128x128
+    assert kn["tile"] == "128x128"

@@ -32,12 +32,14 @@ Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
   CUtensorMaps are encoded on the host per call (``templates.gemm_sm90.operand_tmap``, pure
   Python, bit-identical to the DSL's encoding) and passed by value.  ``epi`` tells the kernel
   whether c (and bias) allow 16-byte vector accesses (unit column stride, aligned).
-  Small grids (m > ``DECODE_MAX_M``, fewer than ``SM90_MIN_TILES`` 128×128 tiles, k >=
-  ``WG_SPLIT_MIN_K``) also run ``wgmma128x128``, split over k when every split keeps >=
-  ``WG_SPLIT_MIN_KB`` k blocks: S = min(``SPLIT_MAX``, SMs // tiles, k blocks //
-  WG_SPLIT_MIN_KB); the persistent kernel walks (tile, split) work units writing f32 partial
-  products into the workspace, then ``gemm_splitk_reduce`` finishes as below (measurements
-  next to ``WG_SPLIT_MIN_KB``).  Decode shapes (m <= 16) and operands TMA cannot take stay on
+  Under one wave of 128×128 tiles with m > ``NARROW_MIN_M`` (64): ``wgmma128x64`` (the narrow
+  tile, twice the CTAs; k-major a and b, else 128×128; measurements next to NARROW_MIN_M).
+  Smaller m with fewer than ``SM90_MIN_TILES`` 128×128 tiles and k >= ``WG_SPLIT_MIN_K`` run
+  ``wgmma128x128`` split over k when every split keeps >= ``WG_SPLIT_MIN_KB_SMALL_M`` k blocks:
+  S = min(``SPLIT_MAX``, SMs // tiles, k blocks // that); the persistent kernel walks (tile,
+  split) work units writing f32 partial products into the workspace, then
+  ``gemm_splitk_reduce`` finishes as below (forced splits: ``wgmma128x128`` or
+  ``wgmma128x64``).  Decode shapes (m <= 16) and operands TMA cannot take stay on
   the paths below.
 * f16 / bf16 → ``gemm_mma`` (``mma.sync`` m16n8k16 + ``ldmatrix`` + a 4-stage ``cp.async``
   pipeline; sm80, sm89, sm90a) when every operand qualifies: k >= 1; a and b have a unit
@@ -89,7 +91,7 @@ Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
   → ``gemm_simt`` (128×128 tiles, 8×8 outputs per thread, arbitrary strides, predicated).
 
 ``select(desc, pref, tile=None, splits=None)``: ``tile`` ("128x128", "64x64", "16x32", "simt",
-or on sm90a "wgmma128x128" / "wgmma128x256" / "wgmma128x256c2") forces the tile
+or on sm90a "wgmma128x64" / "wgmma128x128" / "wgmma128x256" / "wgmma128x256c2") forces the tile
 (PlanPreference has no tile field);
 "simt" forces the SIMT kernel for every layout; a forced mma.sync tile keeps sm90a problems off
 the wgmma kernel; ``splits`` forces the split-K count (above).
@@ -129,7 +131,8 @@ SM90_BIG_TILE_MIN_CTAS = 132
 #: grids (e.g. m = 128, n = 4096: 32 tiles) keep the mma.sync 64×64 tile, which fills the SMs
 SM90_MIN_TILES = 64
 #: sm90a tile names (``tile=``) -> (templates.gemm_sm90 tile knob, cluster size)
-SM90_TILES = {"wgmma128x128": ("128x128", 1), "wgmma128x256": ("128x256", 1),
+SM90_TILES = {"wgmma128x128": ("128x128", 1), "wgmma128x64": ("128x64", 1),
+              "wgmma128x256": ("128x256", 1),
               "wgmma128x256c2": ("128x256", 2)}
 #: split-K (mma.sync route): SMs assumed per arch (A100, a mid-size Ada part, H100 SXM) and the
 #: CTAs per SM a split grid may reach (the 16×32 decode tile's 49 KB of shared memory: 3 fit in
@@ -152,6 +155,15 @@ SPLIT_MAX_FORCED = 64
 #: not in this route.  The mma.sync 64×64 split route measured 0.47-0.73 on the same shapes.
 WG_SPLIT_MIN_K = 1024
 WG_SPLIT_MIN_KB = 32
+#: ... and 16 k blocks per split for m <= NARROW_MIN_M (m = 64 / 32, n = 4096, k = 4096: S = 4
+#: 0.52 / 0.51 vs S = 2 0.42 / 0.37)
+WG_SPLIT_MIN_KB_SMALL_M = 16
+#: sm90a, m > NARROW_MIN_M and under one wave (SM90_BIG_TILE_MIN_CTAS) of 128×128 tiles: the
+#: narrow 128×64 wgmma tile, unsplit (k-major a and b; else 128×128).  Measured on an H100 (bf16,
+#: vs cuBLAS): m = 128, n = 4096, k = 4096: 0.92 (128×128: 0.62 unsplit, 0.68 at S = 2);
+#: k = 14336: 0.99 (0.93 at S = 2); m = 256, n = 4096: 1.08 (0.74); m = 128, n = 14336: 0.93
+#: (equal); at m = 64 / 32 the split 128×128 route stays ahead (0.52 vs 0.48)
+NARROW_MIN_M = 64
 _I32 = 2 ** 31 - 1
 _GRID_Y = 65535
 
@@ -292,12 +304,16 @@ class GemmPlan(Plan):
             tile = "simt"
         elif tile is None:
             big = math.ceil(d.m / 128) * math.ceil(d.n / 128)
-            if (plan._arch is ArchSku.SM90A and d.m > DECODE_MAX_M
-                    and big >= SM90_MIN_TILES):
-                t256 = spec90.num_tiles(d.m, d.n, "128x256")
-                tile = "wgmma128x256c2" if t256 >= SM90_BIG_TILE_MIN_CTAS else "wgmma128x128"
-            elif (plan._arch is ArchSku.SM90A and d.m > DECODE_MAX_M
-                    and d.k >= WG_SPLIT_MIN_K):
+            t256 = spec90.num_tiles(d.m, d.n, "128x256")
+            hopper = plan._arch is ArchSku.SM90A and d.m > DECODE_MAX_M
+            if hopper and big >= SM90_MIN_TILES and t256 >= SM90_BIG_TILE_MIN_CTAS:
+                tile = "wgmma128x256c2"
+            elif (hopper and d.m > NARROW_MIN_M and big < SM90_BIG_TILE_MIN_CTAS
+                    and splits in (None, 1)):
+                tile = "wgmma128x64"             # under a wave of 128x128 tiles: narrow tiles
+            elif hopper and big >= SM90_MIN_TILES:
+                tile = "wgmma128x128"
+            elif hopper and d.k >= WG_SPLIT_MIN_K:
                 tile = "wgmma128x128"            # small grid: split over k (_split_k)
                 plan._wg_split = True
             elif d.m <= DECODE_MAX_M:
@@ -337,7 +353,7 @@ class GemmPlan(Plan):
         takes k - (S-1)·ks >= 1); (1, k) when not split.  See the module docstring."""
         d = self.desc
         mma = self._tile in spec.TILES and d.dtype in HALF
-        wg = self._tile == "wgmma128x128" and d.dtype in HALF
+        wg = self._tile in ("wgmma128x128", "wgmma128x64") and d.dtype in HALF
         if forced is not None and forced > 1 and not (mma or wg):
             raise UnsupportedError(
                 f"Gemm: split-K is wired for float16 / bfloat16 on the mma.sync tiles "
@@ -386,7 +402,8 @@ class GemmPlan(Plan):
             if not self._wg_split:
                 return 1, d.k
             tiles = spec90.num_tiles(d.m, d.n, "128x128")
-            forced = min(SPLIT_MAX, SPLIT_SMS[self._arch] // tiles, kt // WG_SPLIT_MIN_KB)
+            min_kb = WG_SPLIT_MIN_KB_SMALL_M if d.m <= NARROW_MIN_M else WG_SPLIT_MIN_KB
+            forced = min(SPLIT_MAX, SPLIT_SMS[self._arch] // tiles, kt // min_kb)
             if forced < 2:
                 return 1, d.k
         kps = -(-kt // forced)
@@ -444,6 +461,8 @@ class GemmPlan(Plan):
             tile, cluster = SM90_TILES[self._tile]
             if a_major != "k":
                 cluster = 1             # the cluster SKUs exist for a k-major a only
+            if tile == spec90.NARROW_TILE and (a_major, b_major) != ("k", "k"):
+                tile = "128x128"        # the narrow tile exists for k-major a and b only
             kn = self._knob_memo[key] = dict(dtype=d.dtype.short,
                                               out="f32" if part else d.out_dtype.short,
                                               a_major=a_major, b_major=b_major, tile=tile,

@@ -25,8 +25,8 @@ Knobs:
   scales, stride 0 = per-tensor) before alpha, bias and the activation;
 * ``a_major`` ``k`` (a (m, k) with unit stride along k) or ``m``; ``b_major`` ``k`` (b (k, n)
   with unit stride along k, the nn.Linear weight layout) or ``n``;
-* ``tile`` in :data:`TILES`: ``128x128`` (128×128×64, 6 stages) or ``128x256`` (128×256×64,
-  4 stages) — k per stage is one 128-byte swizzle row, so 128 for fp8 (:func:`block_k`);
+* ``tile`` in :data:`TILES`: ``128x128`` (128×128×64, 6 stages), ``128x256`` (128×256×64,
+  4 stages) or ``128x64`` (128×64×64, 8 stages; 16-bit inputs, k-major a and b: small grids) — k per stage is one 128-byte swizzle row, so 128 for fp8 (:func:`block_k`);
 * ``cluster`` 1, or 2 (16-bit ``128x256`` with a k-major a only): thread-block clusters of 2 CTAs
   along m that share the b tile — each loads half of it with a TMA multicast into both CTAs'
   shared memory (a third less L2→SM traffic per CTA); the two CTAs walk tile pairs (2i, 2i+1)
@@ -39,7 +39,8 @@ run-time parameters (the scale pointers are read by the fp8 SKUs only), and so i
 plan runs it with the f32-output SKU into its workspace and reduces with
 ``gemm_splitk_reduce``):
 2 dtypes × 2 outs × 2 × 2 majors × 2 tiles = 32 SKUs plus 8 cluster SKUs (2 dtypes × 2 outs ×
-2 b majors) plus 18 fp8 SKUs (3 type pairs × 3 outs × 2 tiles) = 58, sm90a only.
+2 b majors) plus 18 fp8 SKUs (3 type pairs × 3 outs × 2 tiles) plus 4 narrow-tile SKUs (2 dtypes
+× 2 outs) = 62, sm90a only.
 """
 
 from __future__ import annotations
@@ -52,7 +53,11 @@ from ..jit import KernelTemplate, LaunchGeometry, params, register
 TILES = {
     "128x128": (128, 128, 64, 6),
     "128x256": (128, 256, 64, 4),
+    "128x64": (128, 64, 64, 8),
 }
+#: the narrow tile for small grids (split-K over more, thinner column blocks): 16-bit inputs,
+#: both operands k-major (the nn.Linear layout) only
+NARROW_TILE = "128x64"
 DTYPES = ("f16", "bf16")
 #: fp8 SKUs (``dtype`` = a's type, knob ``b`` = b's type): wgmma takes both operands k-major
 #: only; e5m2 x e5m2 (no use in fp8 training recipes) runs on the mma.sync fp8 kernel
@@ -120,7 +125,10 @@ CLUSTER_TILE = "128x256"
 
 
 def _space():
-    for tile in TILES:
+    for dt in DTYPES:
+        for out in _outs(dt):
+            yield dict(dtype=dt, out=out, a_major="k", b_major="k", tile=NARROW_TILE, cluster=1)
+    for tile in ("128x128", "128x256"):
         for a, b in FP8_PAIRS:
             for out in FP8_OUTS:
                 yield dict(dtype=a, b=b, out=out, a_major="k", b_major="k", tile=tile,
