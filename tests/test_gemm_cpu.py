@@ -476,3 +476,17 @@ def test_wgmma_split_launch_args(launches, monkeypatch):
                       spec90.EPI_VEC, 4, 16, m * n]
     assert t2 == "gemm_splitk_reduce" and kn2 == dict(out="bf16", act="gelu")
     assert a2 == [ws_ptr, c.ptr, bias.ptr, m, n, 4, n, n, 1, 1, 1.0, 0.5, 1]
+
+
+def test_wgmma_forced_split_is_exact():
+    """A forced split count the wgmma kernel cannot make in whole 64-blocks is refused (also on
+    the default small-grid route), never silently changed; the workspace cap refuses a forced
+    split and turns a default one off."""
+    d = GemmDescriptor(64, 4096, 1024, "bf16")            # 16 k blocks: 7 ways -> 6 splits
+    with pytest.raises(bd.InvalidProblemError):
+        GemmPlan.select(d, SM90, splits=7)
+    assert GemmPlan.select(d, SM90, splits=8).splits == 8
+    cap = bd.PlanPreference(arch=bd.ArchSku.SM90A, max_workspace_bytes=1024)
+    with pytest.raises(bd.UnsupportedError):
+        GemmPlan.select(d, cap, splits=2)
+    assert GemmPlan.select(d, cap).splits == 1

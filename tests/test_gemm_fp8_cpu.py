@@ -284,3 +284,10 @@ def test_sm90a_split_k():
         Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), PREF90, splits=0)
     assert Fp8GemmPlan.select(Fp8GemmDescriptor(64, 4096, 4096), bd.PlanPreference(
         arch=bd.ArchSku.SM90A, max_workspace_bytes=1024)).splits == 1
+
+
+def test_sm90a_forced_split_is_exact():
+    d = Fp8GemmDescriptor(64, 4096, 2048)                  # 16 k blocks of 128
+    with pytest.raises(bd.InvalidProblemError):
+        Fp8GemmPlan.select(d, PREF90, splits=7)
+    assert Fp8GemmPlan.select(d, PREF90, splits=8).splits == 8

@@ -251,6 +251,47 @@ def _ws_bytes(splits: int, m: int, n: int) -> int:
     return align_up(splits * m * _ws_cols(n) * 4)
 
 
+def whole_block_split(kt: int, want: int, *, user: bool, m: int, n: int, cap, what: str):
+    """(S, blocks per split) cutting ``kt`` k blocks into about ``want`` splits of whole blocks
+    (every split but the last ceil(kt / want) blocks); (1, kt) when fewer than 2 result.  A
+    count the caller forced (``user``) must come out exactly (InvalidProblemError) and its
+    workspace must fit ``cap`` (UnsupportedError); a default one falls back to (1, kt).  Shared
+    by the wgmma split-K of GemmPlan and Fp8GemmPlan."""
+    kps = -(-kt // want)
+    S = -(-kt // kps)
+    if user and S != want:
+        raise InvalidProblemError(f"{what}: k ({kt} blocks) cannot be split {want} ways in "
+                                  f"whole blocks on the wgmma kernel")
+    if S < 2:
+        return 1, kt
+    if cap is not None and _ws_bytes(S, m, n) > cap:
+        if user:
+            raise UnsupportedError(f"{what}: {S} splits need {_ws_bytes(S, m, n)} bytes of "
+                                   f"workspace > max_workspace_bytes={cap}")
+        return 1, kt
+    return S, kps
+
+
+def check_split_workspace(ws) -> None:
+    """The split-K workspace is read in 16-byte vectors: MisalignedOperandError otherwise."""
+    if ws.ptr % 16:
+        raise MisalignedOperandError(f"workspace: pointer {ws.ptr:#x} is not 16-byte aligned "
+                                     f"(split-K reads it in 16-byte vectors)")
+
+
+def launch_splitk_reduce(plan, knobs: dict, device, ws, c, pbias, bs, hb, splits: int, alpha,
+                         beta, stream) -> None:
+    """``gemm_splitk_reduce`` (``knobs``: out, act; a memoised dict) over the float32 split-K
+    workspace (splits, m, _ws_cols(n)) of ``plan``'s problem: c = act(alpha · Σ_s ws[s] +
+    beta · c + bias), s summed in order."""
+    d = plan.desc
+    wsn = _ws_cols(d.n)
+    lr = plan._kernel(spec.GEMM_SPLITK_REDUCE, knobs, device)
+    lr.launch((spec.splitk_blocks(d.m, wsn), 1, 1),
+              [ws.ptr, c.ptr, pbias, d.m, d.n, splits, wsn, c.strides[0], c.strides[1], bs,
+               alpha, beta, hb], stream)
+
+
 def _mma_layout(view, rows: int, cols: int, s_rows: int, s_cols: int,
                 vec: int = spec.MMA_VEC):
     """(major, ld) of the first mma-eligible layout of an operand (16-byte vectors of ``vec``
@@ -357,7 +398,7 @@ class GemmPlan(Plan):
         if forced is not None and forced > 1 and not (mma or wg):
             raise UnsupportedError(
                 f"Gemm: split-K is wired for float16 / bfloat16 on the mma.sync tiles "
-                f"({', '.join(spec.TILES)}) and wgmma128x128; this plan runs tile "
+                f"({', '.join(spec.TILES)}), wgmma128x128 and wgmma128x64; this plan runs tile "
                 f"{self._tile} for {d.dtype.name}")
         if wg:
             return self._split_wgmma(forced)
@@ -398,6 +439,7 @@ class GemmPlan(Plan):
         if forced == 1 or d.m == 0 or d.n == 0 or d.k == 0:
             return 1, d.k
         kt = -(-d.k // 64)
+        user = forced is not None
         if forced is None:
             if not self._wg_split:
                 return 1, d.k
@@ -406,22 +448,13 @@ class GemmPlan(Plan):
             forced = min(SPLIT_MAX, SPLIT_SMS[self._arch] // tiles, kt // min_kb)
             if forced < 2:
                 return 1, d.k
-        kps = -(-kt // forced)
-        S = -(-kt // kps)
-        if S != forced and not self._wg_split:
-            raise InvalidProblemError(f"Gemm: k = {d.k} ({kt} blocks of 64) cannot be split "
-                                      f"{forced} ways on the wgmma kernel")
-        cap = self.pref.max_workspace_bytes
-        if S > 1 and cap is not None and _ws_bytes(S, d.m, d.n) > cap:
-            if self._wg_split:
-                return 1, d.k
-            raise UnsupportedError(f"Gemm: {S} splits need {_ws_bytes(S, d.m, d.n)} bytes of "
-                                   f"workspace > max_workspace_bytes={cap}")
+        S, kps = whole_block_split(kt, forced, user=user, m=d.m, n=d.n,
+                                   cap=self.pref.max_workspace_bytes, what="Gemm")
         return (S, kps * 64) if S > 1 else (1, d.k)
 
     @property
     def splits(self) -> int:
-        """The number of k splits of the mma.sync route (1 = not split)."""
+        """The number of k splits (1 = not split)."""
         return self._splits
 
     def workspace_size(self) -> int:
@@ -556,19 +589,15 @@ class GemmPlan(Plan):
     def _reduce(self, device, ws, c, pbias, bs, hb, stream) -> None:
         """``gemm_splitk_reduce``: c = act(alpha · Σ_s ws[s] + beta · c + bias)."""
         d = self.desc
-        wsn = _ws_cols(d.n)
-        lr = self._kernel(spec.GEMM_SPLITK_REDUCE, self._reduce_knobs(), device)
-        lr.launch((spec.splitk_blocks(d.m, wsn), 1, 1),
-                  [ws.ptr, c.ptr, pbias, d.m, d.n, self._splits, wsn, c.strides[0],
-                   c.strides[1], bs, d.alpha, d.beta, hb], stream)
+        launch_splitk_reduce(self, self._reduce_knobs(), device, ws, c, pbias, bs, hb,
+                             self._splits, d.alpha, d.beta, stream)
 
     def _launch(self, args, stream: int, ws) -> None:
         a, b, c, bias = self._views(args)
         d = self.desc
         tmpl, knobs, lds = self._route(a, b, c, bias)
-        if self._splits > 1 and ws.ptr % 16:
-            raise MisalignedOperandError(f"workspace: pointer {ws.ptr:#x} is not 16-byte "
-                                         f"aligned (split-K reads it in 16-byte vectors)")
+        if self._splits > 1:
+            check_split_workspace(ws)
         lk = self._kernel(tmpl, knobs, a.device)
         pbias, bs, hb = (bias.ptr, bias.strides[0], 1) if bias is not None else (c.ptr, 0, 0)
         if tmpl is spec90.GEMM_SM90 and self._splits < 2:

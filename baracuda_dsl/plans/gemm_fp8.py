@@ -61,10 +61,10 @@ from ..dtypes import DType, bfloat16, float8_e4m3, float8_e5m2, float16, float32
 from ..errors import InvalidProblemError, MisalignedOperandError, UnsupportedError
 from ..plan import (Plan, align_up, begin_select, check_dtype, check_writable_no_overlap,
                     plan_arch, view_arg)
-from ..templates import gemm as spec_gemm
 from ..templates import gemm_fp8 as spec
 from ..templates import gemm_sm90 as spec90
-from .gemm import _ws_bytes, _ws_cols
+from .gemm import (_ws_bytes, _ws_cols, check_split_workspace, launch_splitk_reduce,
+                   whole_block_split)
 from ..vocabulary import ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 
 FP8_DTYPES = (float8_e4m3, float8_e5m2)
@@ -282,17 +282,8 @@ class Fp8GemmPlan(Plan):
             forced = min(SPLIT_MAX, SPLIT_SMS // tiles, d.k // split_min_k(d.m))
             if forced < 2:
                 return 1, kt
-        kps = -(-kt // forced)
-        S = -(-kt // kps)
-        if S < 2:
-            return 1, kt
-        cap = self.pref.max_workspace_bytes
-        if cap is not None and _ws_bytes(S, d.m, d.n) > cap:
-            if user:
-                raise UnsupportedError(f"Fp8Gemm: {S} splits need {_ws_bytes(S, d.m, d.n)} "
-                                       f"bytes of workspace > max_workspace_bytes={cap}")
-            return 1, kt
-        return S, kps
+        return whole_block_split(kt, forced, user=user, m=d.m, n=d.n,
+                                 cap=self.pref.max_workspace_bytes, what="Fp8Gemm")
 
     @property
     def splits(self) -> int:
@@ -348,47 +339,36 @@ class Fp8GemmPlan(Plan):
         v = self._views(args)
         tmpl, knobs, lds = self._route(v)
         lk = self._kernel(tmpl, knobs, v.a.device)
+        c = v.c
+        # a null-free bias pointer (c's) when there is no bias
+        pbias, bs, hb = ((v.bias.ptr, v.bias.strides[0], 1) if v.bias is not None
+                         else (c.ptr, 0, 0))
         if tmpl is spec.GEMM_FP8:
-            self._launch_mma(lk, knobs, v, stream)
+            self._launch_mma(lk, knobs, v, pbias, bs, hb, stream)
         elif tmpl is spec90.GEMM_SM90:
             from .gemm_sm90_launch import launch_sm90
 
-            c = v.c
-            if v.bias is not None:
-                pbias, bs, hb = v.bias.ptr, v.bias.strides[0], 1
-            else:
-                pbias, bs, hb = c.ptr, 0, 0
             sc = (v.sa.ptr, v.sas, v.sb.ptr, v.sbs)
             if self._splits < 2:
                 launch_sm90(self, lk, knobs, v.a, v.b, c, pbias, bs, hb, lds, stream, scales=sc)
                 return
             d = self.desc
-            if ws.ptr % 16:
-                raise MisalignedOperandError(f"workspace: pointer {ws.ptr:#x} is not 16-byte "
-                                             f"aligned (split-K reads it in 16-byte vectors)")
+            check_split_workspace(ws)
             wsn = _ws_cols(d.n)
             launch_sm90(self, lk, knobs, v.a, v.b, c, pbias, bs, hb, lds, stream, scales=sc,
                         split=(self._splits, self._kps, d.m * wsn), cview=(ws.ptr, wsn))
-            lr = self._kernel(spec_gemm.GEMM_SPLITK_REDUCE,
-                              self.__dict__.setdefault("_rknobs", dict(out=d.out_dtype.short,
-                                                                       act="none")),
-                              v.a.device)
-            lr.launch((spec_gemm.splitk_blocks(d.m, wsn), 1, 1),
-                      [ws.ptr, c.ptr, pbias, d.m, d.n, self._splits, wsn, c.strides[0],
-                       c.strides[1], bs, 1.0, 0.0, hb], stream)
+            rknobs = self.__dict__.setdefault("_rknobs", dict(out=d.out_dtype.short, act="none"))
+            launch_splitk_reduce(self, rknobs, v.a.device, ws, c, pbias, bs, hb, self._splits,
+                                 1.0, 0.0, stream)
         else:  # pragma: no cover - every route above is handled
             raise UnsupportedError(f"Fp8Gemm: no launcher for template {tmpl.name}")
 
-    def _launch_mma(self, lk, knobs, v: _Views, stream: int) -> None:
-        """Launch ``gemm_fp8`` (k, lda, ldb in 32-bit words; a null-free bias pointer)."""
+    def _launch_mma(self, lk, knobs, v: _Views, pbias, bs, hb, stream: int) -> None:
+        """Launch ``gemm_fp8`` (k, lda, ldb in 32-bit words)."""
         d = self.desc
         bm, bn = spec.FP8_TILES[knobs["tile"]][:2]
         grid = (math.ceil(d.m / bm) * math.ceil(d.n / bn), 1, 1)
         c = v.c
-        if v.bias is not None:
-            pbias, bs, hb = v.bias.ptr, v.bias.strides[0], 1
-        else:
-            pbias, bs, hb = c.ptr, 0, 0
         lk.launch(grid, [v.a.ptr, v.b.ptr, c.ptr, pbias, v.sa.ptr, v.sb.ptr, d.m, d.n, d.k // 4,
                          v.lda // 4, v.ldb // 4, c.strides[0], c.strides[1], bs, v.sas, v.sbs,
                          hb], stream)
