@@ -15,8 +15,8 @@ import math
 import numpy as np
 
 from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
-from baracuda_dsl.plans.histogram import (BincountDescriptor, BincountPlan, CountArgs,
-                                          HistogramDescriptor, HistogramPlan)
+from baracuda_dsl.ops.histogram.histogram import (BincountDescriptor, BincountPlan, CountArgs,
+                                                  HistogramDescriptor, HistogramPlan)
 
 from . import _dtypes as _dt
 from . import _plans

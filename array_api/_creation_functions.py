@@ -350,7 +350,7 @@ def _triangle(x, k, fn: str, lower: bool) -> Array:
         k = operator.index(k)
     except TypeError:
         raise TypeError(f"{fn}: k must be an int, got {k!r}") from None
-    from baracuda_dsl.plans.pad import TriArgs, TriDescriptor, TriPlan
+    from baracuda_dsl.ops.shape.pad import TriArgs, TriDescriptor, TriPlan
 
     from . import _plans
 

@@ -1,6 +1,6 @@
 """Cumulative functions: the standard's ``cumulative_sum`` / ``cumulative_prod`` (2024.12) and the
 extensions ``cumsum``, ``cumprod``, ``cummax``, ``cummin`` (``(values, indices)``, torch
-semantics) and ``logcumsumexp``, all on ``baracuda_dsl.plans.scan.ScanPlan``.
+semantics) and ``logcumsumexp``, all on ``baracuda_dsl.ops.scan.scan.ScanPlan``.
 
 Result dtypes: floats keep their dtype; signed integers and bool accumulate to int64, unsigned
 integers to uint64 (the standard's default integer rule).  ``dtype=`` a floating type casts the
@@ -35,7 +35,7 @@ def _check(x, what):
 
 
 def _select(desc):
-    from baracuda_dsl.plans.scan import ScanPlan
+    from baracuda_dsl.ops.scan.scan import ScanPlan
 
     from ._plans import select as sel
 
@@ -44,7 +44,7 @@ def _select(desc):
 
 def _scan(x: Array, op: str, axis: int, exclusive: bool = False, reverse: bool = False,
           with_indices: bool = False):
-    from baracuda_dsl.plans.scan import ScanArgs, ScanDescriptor, default_out_dtype
+    from baracuda_dsl.ops.scan.scan import ScanArgs, ScanDescriptor, default_out_dtype
 
     from ._extensions import _workspace
 

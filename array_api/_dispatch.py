@@ -10,9 +10,9 @@ from typing import Optional, Sequence
 
 from baracuda_dsl.dtypes import DType
 from baracuda_dsl.errors import DeviceMismatchError, UnsupportedError
-from baracuda_dsl.plans.elementwise import (ElementwiseArgs, ElementwiseDescriptor,
-                                            ElementwisePlan, broadcast_shapes)
-from baracuda_dsl.templates.elementwise import OPS
+from baracuda_dsl.ops.elementwise.elementwise import (ElementwiseArgs, ElementwiseDescriptor,
+                                                      ElementwisePlan, broadcast_shapes)
+from baracuda_dsl.ops.elementwise.specs.elementwise import OPS
 from baracuda_dsl.tensor import TensorView
 
 from ._array_object import Array

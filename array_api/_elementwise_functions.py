@@ -15,7 +15,7 @@ operands, casts them to the computation dtype and converts Python scalars):
 * result dtypes: the promoted dtype; ``bool`` for comparisons and ``isnan``/``isinf``/
   ``isfinite``/``signbit``; the real component type for ``abs``/``real``/``imag`` of complex;
 * valid dtypes the kernels are not wired for (complex ``sin``, ``round``, ... — see
-  ``baracuda_dsl.templates.elementwise.OPS``) and fp8 inputs raise ``UnsupportedError``
+  ``baracuda_dsl.ops.elementwise.specs.elementwise.OPS``) and fp8 inputs raise ``UnsupportedError``
   (a ``NotImplementedError``) naming what is wired.
 
 Functions never return their input: ``positive``, ``real``/``conj`` of real arrays and
@@ -30,8 +30,8 @@ import math
 from baracuda_dsl import dtypes as _d
 from baracuda_dsl.dtypes import DType
 from baracuda_dsl.errors import UnsupportedError
-from baracuda_dsl.plans.elementwise import broadcast_shapes
-from baracuda_dsl.templates.elementwise import OPS
+from baracuda_dsl.ops.elementwise.elementwise import broadcast_shapes
+from baracuda_dsl.ops.elementwise.specs.elementwise import OPS
 
 from . import _promotion
 from ._array_object import Array

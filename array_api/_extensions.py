@@ -57,7 +57,7 @@ def _row_norm_common(x, normalized_shape, what):
 def rms_norm(x: Array, normalized_shape, weight: Array = None, eps: float = None) -> Array:
     """y = x / sqrt(mean(x²) + eps) · weight over the trailing ``normalized_shape`` dims
     (torch.nn.functional.rms_norm; ``eps=None`` → finfo(x.dtype).eps).  f32/f16/bf16/f64."""
-    from baracuda_dsl.plans.normalization import RMSNormArgs, RMSNormDescriptor, RMSNormPlan
+    from baracuda_dsl.ops.normalization.row_norm import RMSNormArgs, RMSNormDescriptor, RMSNormPlan
 
     k = _row_norm_common(x, normalized_shape, "rms_norm")
     if eps is None:
@@ -74,8 +74,8 @@ def layer_norm(x: Array, normalized_shape, weight: Array = None, bias: Array = N
                eps: float = 1e-5) -> Array:
     """y = (x − mean)/sqrt(var + eps) · weight + bias over the trailing dims (biased variance;
     torch.nn.functional.layer_norm).  f32/f16/bf16/f64."""
-    from baracuda_dsl.plans.normalization import (LayerNormArgs, LayerNormDescriptor,
-                                                  LayerNormPlan)
+    from baracuda_dsl.ops.normalization.row_norm import (LayerNormArgs, LayerNormDescriptor,
+                                                         LayerNormPlan)
 
     k = _row_norm_common(x, normalized_shape, "layer_norm")
     plan = _select(LayerNormPlan, LayerNormDescriptor(x.shape, k, x.dtype, float(eps),
@@ -98,8 +98,8 @@ def batch_norm(x: Array, running_mean: Array, running_var: Array, weight: Array 
                eps: float = 1e-5) -> Array:
     """torch.nn.functional.batch_norm over (N, C, *spatial): training uses batch statistics and
     updates ``running_mean``/``running_var`` in place when given; inference uses them."""
-    from baracuda_dsl.plans.channel_norm import (BatchNormArgs, BatchNormDescriptor,
-                                                 BatchNormPlan)
+    from baracuda_dsl.ops.normalization.channel_norm import (BatchNormArgs, BatchNormDescriptor,
+                                                             BatchNormPlan)
 
     _check_array(x, "x")
     track = running_mean is not None and running_var is not None
@@ -125,8 +125,8 @@ def batch_norm(x: Array, running_mean: Array, running_var: Array, weight: Array 
 def group_norm(x: Array, num_groups: int, weight: Array = None, bias: Array = None,
                eps: float = 1e-5) -> Array:
     """torch.nn.functional.group_norm over (N, C, *spatial)."""
-    from baracuda_dsl.plans.channel_norm import (GroupNormArgs, GroupNormDescriptor,
-                                                 GroupNormPlan)
+    from baracuda_dsl.ops.normalization.channel_norm import (GroupNormArgs, GroupNormDescriptor,
+                                                             GroupNormPlan)
 
     _check_array(x, "x")
     desc = GroupNormDescriptor(x.shape, int(num_groups), x.dtype, float(eps), weight is not None,
@@ -144,8 +144,9 @@ def instance_norm(x: Array, running_mean: Array = None, running_var: Array = Non
                   momentum: float = 0.1, eps: float = 1e-5) -> Array:
     """torch.nn.functional.instance_norm over (N, C, *spatial).  Only ``use_input_stats=True``
     without running statistics is wired (others raise UnsupportedError)."""
-    from baracuda_dsl.plans.channel_norm import (InstanceNormArgs, InstanceNormDescriptor,
-                                                 InstanceNormPlan)
+    from baracuda_dsl.ops.normalization.channel_norm import (InstanceNormArgs,
+                                                             InstanceNormDescriptor,
+                                                             InstanceNormPlan)
 
     _check_array(x, "x")
     if running_mean is not None or running_var is not None:

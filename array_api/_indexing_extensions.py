@@ -44,8 +44,8 @@ def index_select(x: Array, axis: int, index: Array) -> Array:
 def gather(x: Array, axis: int, index: Array) -> Array:
     """torch.gather: ``out[c] = x[c with c[axis] = index[c]]``; ``index`` has x's rank and is no
     larger than x off ``axis`` (GatherAxisPlan)."""
-    from baracuda_dsl.plans.indexing import (GatherAxisArgs, GatherAxisDescriptor,
-                                             GatherAxisPlan)
+    from baracuda_dsl.ops.indexing.indexing import (GatherAxisArgs, GatherAxisDescriptor,
+                                                    GatherAxisPlan)
 
     _plans.check_array(x, "x")
     _plans.check_index_array(index, "index")
@@ -61,8 +61,8 @@ def gather(x: Array, axis: int, index: Array) -> Array:
 
 
 def _scatter(x: Array, axis: int, index: Array, src, reduce: str, what: str) -> Array:
-    from baracuda_dsl.plans.indexing import (ScatterAxisArgs, ScatterAxisDescriptor,
-                                             ScatterAxisPlan)
+    from baracuda_dsl.ops.indexing.indexing import (ScatterAxisArgs, ScatterAxisDescriptor,
+                                                    ScatterAxisPlan)
 
     from ._creation_functions import full
     from ._data_type_functions import astype
@@ -105,7 +105,7 @@ def scatter_add(x: Array, axis: int, index: Array, src: Array) -> Array:
 def index_add(x: Array, axis: int, index: Array, source: Array, *, alpha=1) -> Array:
     """torch.index_add (functional): ``out[.., index[i], ..] += alpha · source[.., i, ..]`` on a
     copy of ``x``; deterministic (sort-based, fixed summation order; IndexAddPlan)."""
-    from baracuda_dsl.plans.segment import IndexAddArgs, IndexAddDescriptor, IndexAddPlan
+    from baracuda_dsl.ops.segment.segment import IndexAddArgs, IndexAddDescriptor, IndexAddPlan
 
     from ._data_type_functions import astype
     from ._manipulation_functions import _contiguous_copy
@@ -154,7 +154,7 @@ def one_hot(x: Array, num_classes: int = -1, *, dtype=None) -> Array:
     """torch.nn.functional.one_hot: ``out[..., c] = (x[...] == c)`` of shape ``x.shape +
     (num_classes,)`` (``-1``: ``max(x) + 1``, one host read); dtype default int64 (OneHotPlan).
     Indices outside [0, num_classes) raise IndexError."""
-    from baracuda_dsl.plans.indexing import OneHotArgs, OneHotDescriptor, OneHotPlan
+    from baracuda_dsl.ops.indexing.indexing import OneHotArgs, OneHotDescriptor, OneHotPlan
 
     _plans.check_index_array(x, "x")
     x = _plans.index_dtype_array(x)
@@ -178,7 +178,7 @@ def one_hot(x: Array, num_classes: int = -1, *, dtype=None) -> Array:
 def embedding(indices: Array, weight: Array, padding_idx=None) -> Array:
     """torch.nn.functional.embedding: ``weight[indices]`` of shape ``indices.shape + (dim,)``
     (EmbeddingPlan; ``padding_idx`` only matters for the backward)."""
-    from baracuda_dsl.plans.embedding import EmbeddingArgs, EmbeddingDescriptor, EmbeddingPlan
+    from baracuda_dsl.ops.segment.embedding import EmbeddingArgs, EmbeddingDescriptor, EmbeddingPlan
 
     from ._manipulation_functions import reshape
 
@@ -203,8 +203,8 @@ def embedding_bag(indices: Array, weight: Array, offsets: Array, mode: str = "me
     (``sum`` / ``mean`` / ``max``) the rows ``weight[indices[k]]`` for k in
     ``[offsets[b], offsets[b+1])`` (optionally times ``per_sample_weights[k]``, sum only);
     padding entries are skipped; empty bags give zeros (EmbeddingBagPlan)."""
-    from baracuda_dsl.plans.embedding import (EmbeddingBagArgs, EmbeddingBagDescriptor,
-                                              EmbeddingBagPlan)
+    from baracuda_dsl.ops.segment.embedding import (EmbeddingBagArgs, EmbeddingBagDescriptor,
+                                                    EmbeddingBagPlan)
 
     _plans.check_array(weight, "weight")
     if weight.ndim != 2 or indices.ndim != 1 or offsets.ndim != 1:
@@ -227,7 +227,7 @@ def embedding_bag(indices: Array, weight: Array, offsets: Array, mode: str = "me
 
 # -------------------------------------------------------------------------------- segments
 def _segment(op: str, data: Array, segment_ids: Array, num_segments, indices_are_sorted):
-    from baracuda_dsl.plans.segment import SegmentArgs, SegmentDescriptor, SegmentPlan
+    from baracuda_dsl.ops.segment.segment import SegmentArgs, SegmentDescriptor, SegmentPlan
 
     _plans.check_array(data, "data")
     if data.ndim == 0:

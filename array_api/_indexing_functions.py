@@ -31,8 +31,8 @@ from ._array_object import Array
 # ------------------------------------------------------------------------------ take family
 def _index_select(x: Array, idx: Array, axis: int, what: str) -> Array:
     """``x`` indexed along ``axis`` by the 1-D integer array ``idx`` (new dense array)."""
-    from baracuda_dsl.plans.indexing import (IndexSelectArgs, IndexSelectDescriptor,
-                                             IndexSelectPlan)
+    from baracuda_dsl.ops.indexing.indexing import (IndexSelectArgs, IndexSelectDescriptor,
+                                                    IndexSelectPlan)
 
     idx = _plans.index_dtype_array(idx)
     out = Array._empty(x.shape[:axis] + (idx.shape[0],) + x.shape[axis + 1:], x.dtype, x.device)
@@ -71,9 +71,9 @@ def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
     """``out[..., i, ...] = x[..., indices[..., i, ...], ...]`` along ``axis``; ``indices`` has
     x's rank and broadcasts with x off ``axis``.  Negative indices wrap once; out-of-range ones
     raise IndexError.  Every dtype, bit-exact (``GatherAxisPlan``)."""
-    from baracuda_dsl.plans.elementwise import broadcast_shapes
-    from baracuda_dsl.plans.indexing import (GatherAxisArgs, GatherAxisDescriptor,
-                                             GatherAxisPlan)
+    from baracuda_dsl.ops.elementwise.elementwise import broadcast_shapes
+    from baracuda_dsl.ops.indexing.indexing import (GatherAxisArgs, GatherAxisDescriptor,
+                                                    GatherAxisPlan)
 
     from ._manipulation_functions import _axis, broadcast_to
 
@@ -234,7 +234,7 @@ def _decompose(x: Array, key) -> _Decomposed:
 
 def _broadcast_indices(arrays, device):
     """The index arrays (host ints stay ints) broadcast to one shape B; returns (B, arrays)."""
-    from baracuda_dsl.plans.elementwise import broadcast_shapes
+    from baracuda_dsl.ops.elementwise.elementwise import broadcast_shapes
 
     from ._manipulation_functions import broadcast_to
 
@@ -355,8 +355,8 @@ def advanced_setitem(x: Array, key, value) -> None:
     val = reshape(ascontiguousarray(val), (lin.shape[0],) + flat.shape[1:])
     if val.size == 0:
         return
-    from baracuda_dsl.plans.indexing import (ScatterAxisArgs, ScatterAxisDescriptor,
-                                             ScatterAxisPlan)
+    from baracuda_dsl.ops.indexing.indexing import (ScatterAxisArgs, ScatterAxisDescriptor,
+                                                    ScatterAxisPlan)
 
     ib = lin._view(0, val.shape, (1,) + (0,) * (val.ndim - 1))
     plan = _plans.select(ScatterAxisPlan, ScatterAxisDescriptor(flat.shape, val.shape, 0,

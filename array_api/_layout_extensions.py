@@ -43,7 +43,7 @@ def pad(x: Array, pad, mode: str = "constant", value=0) -> Array:
     constant pads crop).  Modes: ``constant`` (``value``), ``reflect`` (mirror without the edge,
     pad < size), ``replicate`` / ``edge``, ``circular`` / ``wrap``.  Every dtype, bit-exact
     (``PadPlan``, one launch)."""
-    from baracuda_dsl.plans.pad import PadArgs, PadDescriptor, PadPlan
+    from baracuda_dsl.ops.shape.pad import PadArgs, PadDescriptor, PadPlan
 
     _plans.check_array(x, "x")
     if mode not in _MODES:

@@ -2,7 +2,7 @@
 ``tensordot``, ``vecdot``, ``matrix_transpose`` — plus ``outer`` (linalg extension) and the ML
 extension ``linear`` (torch.nn.functional.linear with a fused activation).
 
-GEMMs run on :class:`~baracuda_dsl.plans.gemm.GemmPlan` / :class:`~baracuda_dsl.plans.
+GEMMs run on :class:`~baracuda_dsl.ops.gemm.gemm.GemmPlan` / :class:`~baracuda_dsl.plans.
 gemm_batched.BatchedGemmPlan` (plans selected once per descriptor through ``_plans.select``),
 on the legacy default stream, into new dense outputs:
 
@@ -50,7 +50,7 @@ import operator
 from baracuda_dsl import dtypes as _d
 from baracuda_dsl.errors import DeviceMismatchError, UnsupportedError
 from baracuda_dsl.plan import collapse_dims, prod
-from baracuda_dsl.plans.elementwise import broadcast_shapes
+from baracuda_dsl.ops.elementwise.elementwise import broadcast_shapes
 from baracuda_dsl.tensor import TensorView
 
 from . import _plans
@@ -132,9 +132,9 @@ def _gemm(a: Array, b: Array, c: Array, *, alpha: float = 1.0, beta: float = 0.0
     """c = act(alpha · a @ b + beta · c + bias) for a (B..., M, K), b (B..., K, N), c (B..., M, N)
     views of one batch shape (stride 0 = broadcast; c not broadcast); a and b one GEMM dtype,
     c its output dtype."""
-    from baracuda_dsl.plans.gemm import GemmArgs, GemmDescriptor, GemmPlan
-    from baracuda_dsl.plans.gemm_batched import (BatchedGemmArgs, BatchedGemmDescriptor,
-                                                 BatchedGemmPlan)
+    from baracuda_dsl.ops.gemm.gemm import GemmArgs, GemmDescriptor, GemmPlan
+    from baracuda_dsl.ops.gemm.gemm_batched import (BatchedGemmArgs, BatchedGemmDescriptor,
+                                                    BatchedGemmPlan)
 
     if c.size == 0:
         return

@@ -35,7 +35,7 @@ def _copy_strided(ptr: int, shape, strides, dtype, ordinal: int, owner, dst_ptr:
     cshape, cstr = collapse_dims(shape, strides)
     if len(cshape) > MAX_RANK:
         raise UnsupportedError(f"copy of a view that collapses to {len(cshape)} dims (> 8)")
-    from baracuda_dsl.plans.layout import contiguize
+    from baracuda_dsl.ops.shape.layout import contiguize
 
     src = TensorView(ptr, cshape, cstr, dtype, ordinal, None, owner)
     dst = TensorView(dst_ptr, cshape, contiguous_strides(cshape), dtype, ordinal, None, None)
@@ -107,7 +107,7 @@ def squeeze(x: Array, /, axis) -> Array:
 def broadcast_arrays(*arrays: Array) -> list:
     """Views of ``arrays`` broadcast to their common shape (no copies; ValueError when the
     shapes do not broadcast)."""
-    from baracuda_dsl.plans.elementwise import broadcast_shapes
+    from baracuda_dsl.ops.elementwise.elementwise import broadcast_shapes
 
     shape = broadcast_shapes(*(a.shape for a in arrays))
     return [broadcast_to(a, shape) for a in arrays]
@@ -158,7 +158,7 @@ def reshape(x: Array, /, shape, *, copy=None) -> Array:
 # ---------------------------------------------------------------------------------- copies
 @functools.lru_cache(maxsize=256)
 def _repeat_plan(shape, reps, dt):
-    from baracuda_dsl.plans.repeat import RepeatDescriptor, RepeatPlan
+    from baracuda_dsl.ops.shape.repeat import RepeatDescriptor, RepeatPlan
 
     return RepeatPlan.select(RepeatDescriptor(shape, reps, dt))
 
@@ -169,7 +169,7 @@ def tile(x: Array, repetitions, /) -> Array:
     if any(r < 0 for r in reps):
         raise ValueError(f"tile: negative repetitions {reps}")
     reps = (1,) * (x.ndim - len(reps)) + reps
-    from baracuda_dsl.plans.repeat import RepeatArgs
+    from baracuda_dsl.ops.shape.repeat import RepeatArgs
 
     plan = _repeat_plan(x.shape, reps, x.dtype)
     out = Array._empty(plan.desc.out_shape, x.dtype, x.device)
@@ -268,7 +268,7 @@ def concat(arrays, /, *, axis=0) -> Array:
     launch per non-empty input, copying into its slice of the new dense output (every dtype,
     bit-exact)."""
     from ._data_type_functions import astype, result_type
-    from baracuda_dsl.plans.layout import ConcatArgs, ConcatDescriptor, ConcatPlan
+    from baracuda_dsl.ops.shape.layout import ConcatArgs, ConcatDescriptor, ConcatPlan
     from . import _plans
 
     arrays = _as_array_list(arrays, "concat")
@@ -335,7 +335,7 @@ def moveaxis(x: Array, source, destination, /) -> Array:
 def roll(x: Array, /, shift, *, axis=None) -> Array:
     """Elements shifted by ``shift`` along ``axis`` (wrapping around); ``axis=None`` rolls the
     flattened array.  Tuples of shifts/axes add up per axis.  One ``RollPlan`` launch."""
-    from baracuda_dsl.plans.pad import RollArgs, RollDescriptor, RollPlan
+    from baracuda_dsl.ops.shape.pad import RollArgs, RollDescriptor, RollPlan
     from . import _plans
 
     if axis is None:

@@ -1,7 +1,7 @@
 """``nonzero`` (array API 2024.12): the indices of the non-zero elements, one int64 array per
 dimension, in row-major order.  Also ``flatnonzero`` (extension: flat row-major indices).
 
-On ``baracuda_dsl.plans.compaction.CompactPlan``: a count pass, one device → host read of the
+On ``baracuda_dsl.ops.scan.compaction.CompactPlan``: a count pass, one device → host read of the
 count (the only sync: the result size depends on the data), then the scatter of the coordinates
 into a ``(ndim, count)`` array whose rows are returned.  Every dtype except complex128; -0.0 is
 zero, NaN is non-zero.  0-d input raises ValueError, as the standard specifies.
@@ -19,13 +19,13 @@ __all__ = ["nonzero", "flatnonzero"]
 
 @functools.lru_cache(maxsize=256)
 def _plan(shape, dtype, mode):
-    from baracuda_dsl.plans.compaction import CompactDescriptor, CompactPlan
+    from baracuda_dsl.ops.scan.compaction import CompactDescriptor, CompactPlan
 
     return CompactPlan.select(CompactDescriptor(shape, dtype, mode))
 
 
 def _compact(x: Array, mode: str) -> Array:
-    from baracuda_dsl.plans.compaction import CompactArgs
+    from baracuda_dsl.ops.scan.compaction import CompactArgs
 
     from ._extensions import _workspace
 

@@ -1,5 +1,5 @@
 """Random-noise layers (extensions): ``dropout`` and ``gumbel_softmax`` (forward; the backward
-plans live in ``baracuda_dsl.plans.random``).
+plans live in ``baracuda_dsl.ops.random.random``).
 
 The noise comes from a :class:`array_api.random.Generator` (``generator=``; its offset advances
 by the blocks consumed) or, for ``dropout``, a bare ``seed`` (offset 0); with neither, a
@@ -9,9 +9,9 @@ module-level generator seeded from the OS is used.
 from __future__ import annotations
 
 from baracuda_dsl.errors import InvalidProblemError
-from baracuda_dsl.plans.random import (DropoutArgs, DropoutDescriptor, DropoutPlan,
-                                       GumbelSoftmaxArgs, GumbelSoftmaxDescriptor,
-                                       GumbelSoftmaxPlan)
+from baracuda_dsl.ops.random.random import (DropoutArgs, DropoutDescriptor, DropoutPlan,
+                                            GumbelSoftmaxArgs, GumbelSoftmaxDescriptor,
+                                            GumbelSoftmaxPlan)
 
 from . import _plans
 from ._array_object import Array

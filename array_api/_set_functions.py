@@ -1,7 +1,7 @@
 """Set functions of the standard: ``unique_all``, ``unique_counts``, ``unique_inverse``,
 ``unique_values`` (and the ``unique_consecutive`` extension).
 
-On ``baracuda_dsl.plans.unique.UniquePlan`` (stable sort, group-start flags ``!=`` — so every NaN
+On ``baracuda_dsl.ops.sorting.unique.UniquePlan`` (stable sort, group-start flags ``!=`` — so every NaN
 is its own value and -0.0 == +0.0, as the standard specifies — compaction, gathers and a scan, all
 on the device); the one device → host read is the number of unique values, which sizes the
 results (views of the plan's worst-case outputs).  Values come out sorted ascending.
@@ -51,7 +51,7 @@ def _flat(x) -> Array:
 
 @functools.lru_cache(maxsize=256)
 def _plan(consecutive: bool, n: int, dt, index: bool, inverse: bool, counts: bool):
-    from baracuda_dsl.plans.unique import UniqueConsecutivePlan, UniqueDescriptor, UniquePlan
+    from baracuda_dsl.ops.sorting.unique import UniqueConsecutivePlan, UniqueDescriptor, UniquePlan
 
     cls = UniqueConsecutivePlan if consecutive else UniquePlan
     return cls.select(UniqueDescriptor(n, dt, index, inverse, counts))
@@ -59,7 +59,7 @@ def _plan(consecutive: bool, n: int, dt, index: bool, inverse: bool, counts: boo
 
 def _unique(x: Array, consecutive: bool, index: bool, inverse: bool, counts: bool):
     """(values, indices, inverse_indices, counts) — None for what was not asked for."""
-    from baracuda_dsl.plans.unique import UniqueArgs
+    from baracuda_dsl.ops.sorting.unique import UniqueArgs
 
     from ._dispatch import _view
     from ._extensions import _workspace

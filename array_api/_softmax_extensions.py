@@ -1,12 +1,12 @@
 """Softmax-family extensions (torch.nn.functional semantics): ``softmax``, ``log_softmax`` and
-``sparsemax`` along one axis, dispatching to :mod:`baracuda_dsl.plans.softmax`.
+``sparsemax`` along one axis, dispatching to :mod:`baracuda_dsl.ops.softmax.softmax`.
 
 Dtypes: real floating only — float16, bfloat16, float32, float64 (half types compute in float32,
 float64 in float64); bool / integer / complex inputs are a ``TypeError``.  The plans need the
 axis to have unit stride: when the axis is last the input is used as is (any batch strides the
 plan takes, otherwise a dense copy); for another axis the input is copied with the axis moved
 last and the result is returned as a view with the axis moved back.  Results are new arrays.
-Forward only: the backward plans live in ``baracuda_dsl.plans.softmax``.
+Forward only: the backward plans live in ``baracuda_dsl.ops.softmax.softmax``.
 """
 
 from __future__ import annotations
@@ -57,14 +57,14 @@ def _rowwise(name: str, x, axis, plan_cls, desc_cls, args_cls, **desc_kw) -> Arr
 def softmax(x, /, axis: int = -1) -> Array:
     """exp(x − max)/Σ exp(x − max) along ``axis`` (torch.nn.functional.softmax with ``dim``);
     numerically stable; a row of −inf gives NaN (as PyTorch).  One kernel launch."""
-    from baracuda_dsl.plans.softmax import SoftmaxArgs, SoftmaxDescriptor, SoftmaxPlan
+    from baracuda_dsl.ops.softmax.softmax import SoftmaxArgs, SoftmaxDescriptor, SoftmaxPlan
 
     return _rowwise("softmax", x, axis, SoftmaxPlan, SoftmaxDescriptor, SoftmaxArgs, log=False)
 
 
 def log_softmax(x, /, axis: int = -1) -> Array:
     """x − max − log Σ exp(x − max) along ``axis`` (torch.nn.functional.log_softmax)."""
-    from baracuda_dsl.plans.softmax import SoftmaxArgs, SoftmaxDescriptor, SoftmaxPlan
+    from baracuda_dsl.ops.softmax.softmax import SoftmaxArgs, SoftmaxDescriptor, SoftmaxPlan
 
     return _rowwise("log_softmax", x, axis, SoftmaxPlan, SoftmaxDescriptor, SoftmaxArgs,
                     log=True)
@@ -74,7 +74,7 @@ def sparsemax(x, /, axis: int = -1) -> Array:
     """Sparsemax (Martins & Astudillo 2016) along ``axis``: max(x − τ, 0) with τ such that each
     row sums to 1 — the Euclidean projection onto the probability simplex; τ is exact
     (Michelot's fixed-point iteration, no sort), any row length."""
-    from baracuda_dsl.plans.softmax import SparsemaxArgs, SparsemaxDescriptor, SparsemaxPlan
+    from baracuda_dsl.ops.softmax.softmax import SparsemaxArgs, SparsemaxDescriptor, SparsemaxPlan
 
     return _rowwise("sparsemax", x, axis, SparsemaxPlan, SparsemaxDescriptor, SparsemaxArgs)
 

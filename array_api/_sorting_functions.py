@@ -1,6 +1,6 @@
 """Sorting functions of the standard (``sort``, ``argsort``), ``searchsorted`` (searching
 category, 2024.12) and the extensions ``topk``, ``kthvalue``, ``msort`` — dispatching to the
-sorting Plans (baracuda_dsl/plans/sort.py, searchsorted.py).  Outputs are new dense arrays;
+sorting Plans (baracuda_dsl/ops/sorting/sort.py, searchsorted.py).  Outputs are new dense arrays;
 inputs of any strides are read in place.  Order: ascending puts NaNs last, descending first
 (torch); -0.0 == +0.0; always stable.  Plans are selected once per descriptor; workspaces come
 from the stream-ordered pool per call; everything runs on the legacy default stream."""
@@ -30,7 +30,7 @@ def _flag(v, name, what):
 def sort(x: Array, /, *, axis: int = -1, descending: builtins.bool = False,
          stable: builtins.bool = True) -> Array:
     """Sorted copy of ``x`` along ``axis`` (stable; NaNs last ascending, first descending)."""
-    from baracuda_dsl.plans.sort import SortArgs, SortDescriptor, SortPlan
+    from baracuda_dsl.ops.sorting.sort import SortArgs, SortDescriptor, SortPlan
 
     _check_array(x, "x")
     _flag(descending, "descending", "sort")
@@ -45,7 +45,7 @@ def argsort(x: Array, /, *, axis: int = -1, descending: builtins.bool = False,
             stable: builtins.bool = True) -> Array:
     """int64 indices that sort ``x`` along ``axis`` (numpy ``argsort(kind='stable')``;
     descending: stable descending order)."""
-    from baracuda_dsl.plans.sort import ArgsortArgs, ArgsortDescriptor, ArgsortPlan
+    from baracuda_dsl.ops.sorting.sort import ArgsortArgs, ArgsortDescriptor, ArgsortPlan
 
     _check_array(x, "x")
     _flag(descending, "descending", "argsort")
@@ -58,7 +58,7 @@ def argsort(x: Array, /, *, axis: int = -1, descending: builtins.bool = False,
 
 def msort(x: Array, /) -> Array:
     """torch.msort: ``sort(x, axis=0)``."""
-    from baracuda_dsl.plans.sort import MsortArgs, MsortDescriptor, MsortPlan
+    from baracuda_dsl.ops.sorting.sort import MsortArgs, MsortDescriptor, MsortPlan
 
     _check_array(x, "x")
     plan = _select(MsortPlan, MsortDescriptor(x.shape, x.dtype))
@@ -71,7 +71,7 @@ def topk(x: Array, k: int, /, *, axis: int = -1, largest: builtins.bool = True,
          sorted: builtins.bool = True):  # noqa: A002
     """(values, int64 indices) of the ``k`` largest (``largest``) or smallest elements along
     ``axis``, sorted (torch.topk; NaN counts as largest)."""
-    from baracuda_dsl.plans.sort import TopkArgs, TopkDescriptor, TopkPlan
+    from baracuda_dsl.ops.sorting.sort import TopkArgs, TopkDescriptor, TopkPlan
 
     _check_array(x, "x")
     _flag(largest, "largest", "topk")
@@ -87,7 +87,7 @@ def topk(x: Array, k: int, /, *, axis: int = -1, largest: builtins.bool = True,
 def kthvalue(x: Array, k: int, /, *, axis: int = -1, keepdims: builtins.bool = False):
     """(values, int64 indices) of the ``k``-th smallest element (1-based) along ``axis``
     (torch.kthvalue)."""
-    from baracuda_dsl.plans.sort import KthvalueArgs, KthvalueDescriptor, KthvaluePlan
+    from baracuda_dsl.ops.sorting.sort import KthvalueArgs, KthvalueDescriptor, KthvaluePlan
 
     _check_array(x, "x")
     _flag(keepdims, "keepdims", "kthvalue")
@@ -104,8 +104,8 @@ def searchsorted(x1: Array, x2, /, *, side: str = "left", sorter: Array = None) 
     0-d result) would be inserted into the 1-D ``x1``
     (sorted ascending, or through ``sorter``) to keep it sorted; ``side`` 'left' (first
     suitable) or 'right' (last).  NaN sorts last (numpy)."""
-    from baracuda_dsl.plans.searchsorted import (SearchsortedArgs, SearchsortedDescriptor,
-                                                 SearchsortedPlan)
+    from baracuda_dsl.ops.sorting.searchsorted import (SearchsortedArgs, SearchsortedDescriptor,
+                                                       SearchsortedPlan)
 
     from . import _promotion
     from ._data_type_functions import astype

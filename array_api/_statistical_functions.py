@@ -20,8 +20,8 @@ import builtins
 import functools
 
 from baracuda_dsl.errors import UnsupportedError
-from baracuda_dsl.plans.reductions import (ArgReducePlan, ReduceArgs, ReduceDescriptor,
-                                           ReducePlan)
+from baracuda_dsl.ops.reduction.reductions import (ArgReducePlan, ReduceArgs, ReduceDescriptor,
+                                                   ReducePlan)
 
 from . import _dtypes as _dt
 from ._array_object import Array

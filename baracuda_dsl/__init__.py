@@ -1,9 +1,10 @@
 """baracuda-dsl: GPU kernels for machine learning in CuTe DSL, behind a Plan API.
 
-Layers (ARCHITECTURE.md): ``array_api`` (the namespace) → ``baracuda_dsl.plans`` (Descriptor →
-Plan.select → run) → ``baracuda_dsl.kernels`` + ``baracuda_dsl.jit`` (CuTe DSL templates, per-SKU
-compile, on-disk cubin cache) → ``baracuda_dsl.runtime`` (cuda.core devices, streams, memory,
-module loading and launches).  Importing this package needs neither a GPU nor the DSL.
+Layers (ARCHITECTURE.md): ``array_api`` (the namespace) → ``baracuda_dsl.ops.<family>``
+(Descriptor → Plan.select → run; each family's pure-Python kernel specs and CuTe DSL kernels beside
+its plans) → ``baracuda_dsl.jit`` (per-SKU compile, on-disk cubin cache) →
+``baracuda_dsl.runtime`` (cuda.core devices, streams, memory, module loading and launches).
+Importing this package needs neither a GPU nor the DSL.
 """
 
 from . import dtypes
@@ -15,8 +16,8 @@ from .errors import (BaracudaError, BufferTooSmallError, CompileError, DeviceMis
                      DriverError, InvalidProblemError, KernelNotCachedError,
                      MisalignedOperandError, NoDeviceError, UnsupportedError,
                      WorkspaceTooSmallError)
-from .plans import *  # noqa: F401,F403
-from .plans import __all__ as _plans_all
+from .ops import PUBLIC as _ops_public
+from .ops import *  # noqa: F401,F403  (every family's Descriptors, Args and Plans)
 from .tensor import MAX_RANK, TensorView, as_view
 from .vocabulary import (ArchSku, BackendKind, KernelSku, OpCategory, PlanPreference,
                          PrecisionGuarantee, Workspace)
@@ -33,4 +34,4 @@ __all__ = [
     "TensorView", "as_view", "MAX_RANK",
     "ArchSku", "BackendKind", "OpCategory", "KernelSku", "PrecisionGuarantee", "PlanPreference",
     "Workspace",
-] + list(_plans_all)
+] + list(_ops_public)

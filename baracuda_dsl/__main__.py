@@ -49,8 +49,9 @@ def _cmd_prebuild(ns) -> int:
     from rich.table import Table
 
     from .errors import UnsupportedError
-    from .jit import KernelCache, all_families, all_templates, installed_dsl_version, knob_key
+    from .jit import KernelCache, installed_dsl_version, knob_key
     from .jit.prebuild import plan_jobs, prebuild
+    from .ops import all_families, all_templates
 
     out, err = _consoles()
     try:
@@ -117,14 +118,14 @@ def _cmd_prebuild(ns) -> int:
                   "this host can only run kernels that are already cached", highlight=False)
         return 2
     jobs = ns.jobs or os.cpu_count() or 1
-    work = plan_jobs(fams, arches, cache)
+    work = plan_jobs(all_templates(fams), arches, cache)
     todo = sum(not j.cached for j in work)
     err.print(f"prebuild: {len(work)} SKUs over {', '.join(a.value for a in arches)}, "
               f"{len(work) - todo} already cached, {todo} to compile with {jobs} worker(s) "
               f"into {cache.root}", highlight=False)
     t0 = time.perf_counter()
     try:
-        tally = prebuild(fams, arches, jobs, cache, err)
+        tally = prebuild(all_templates(fams), arches, jobs, cache, err)
     except KeyboardInterrupt:
         err.print("prebuild: interrupted (finished SKUs are cached)", highlight=False)
         return 130
@@ -151,7 +152,8 @@ def _cmd_prebuild(ns) -> int:
 
 def _cmd_info(ns) -> int:
     from ._version import __version__
-    from .jit import KernelCache, all_templates, installed_dsl_version, jit_enabled
+    from .jit import KernelCache, installed_dsl_version, jit_enabled
+    from .ops import all_templates
     from .vocabulary import ArchSku
 
     def ver(dist):

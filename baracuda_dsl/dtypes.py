@@ -8,6 +8,7 @@ kernel template is instantiated.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -141,3 +142,62 @@ def from_typestr(typestr: str) -> DType:
     if npd in _BY_NUMPY:
         return _BY_NUMPY[npd]
     raise UnsupportedError(f"__cuda_array_interface__ typestr {typestr!r} is not supported")
+
+
+# ------------------------------------------------------------------- numpy-less float formats
+#: (exponent bits, mantissa bits, has infinities) of the floating formats numpy lacks;
+#: e4m3 is the "fn" variant: no infinities, only S.1111.111 is NaN, so its largest value is 448
+_MINIFLOAT = {"bfloat16": (8, 7, True), "float8_e4m3": (4, 3, False),
+              "float8_e5m2": (5, 2, True)}
+
+
+def encode_minifloat(value: float, dt: DType) -> int:
+    """The bit pattern of ``value`` rounded to ``dt`` (bfloat16, float8_e4m3, float8_e5m2) with
+    round-to-nearest-even, exactly from the float64 value (no intermediate float32 rounding).
+    Magnitudes at or above the largest finite value plus half an ulp become inf (bf16, e5m2)
+    or NaN (e4m3, which has no inf), as CUDA's and torch's saturating-free conversions do."""
+    ebits, mbits, has_inf = _MINIFLOAT[dt.name]
+    bias = 2 ** (ebits - 1) - 1
+    nbits = 1 + ebits + mbits
+    sign = 1 << (nbits - 1) if math.copysign(1.0, value) < 0 else 0
+    exp_all = (1 << ebits) - 1
+    inf_bits = exp_all << mbits
+    nan_bits = (exp_all << mbits) | ((1 << mbits) - 1) if not has_inf else inf_bits | (1 << (mbits - 1))
+    if math.isnan(value):
+        return sign | nan_bits
+    a = abs(value)
+    max_bits = (inf_bits - 1) if has_inf else nan_bits - 1
+    max_e = (max_bits >> mbits) - bias
+    max_val = (1 + (max_bits & ((1 << mbits) - 1)) / 2 ** mbits) * 2.0 ** max_e
+    if a >= max_val + 2.0 ** (max_e - mbits - 1):     # past the rounding boundary of the max
+        return sign | (inf_bits if has_inf else nan_bits)
+    min_normal_e = 1 - bias
+    if a < 2.0 ** min_normal_e:                         # subnormal (or zero)
+        q = a / 2.0 ** (min_normal_e - mbits)
+        return sign | _round_half_even(q)
+    _, ex = math.frexp(a)                               # a = f·2^ex, f in [0.5, 1)
+    e = ex - 1
+    m = _round_half_even(a / 2.0 ** (e - mbits))       # in [2^mbits, 2^(mbits+1)]
+    return sign | (((e + bias) << mbits) + m - (1 << mbits))
+
+
+def decode_minifloat(bits: int, dt: DType) -> float:
+    """The value of a ``dt`` bit pattern (inverse of :func:`encode_minifloat`)."""
+    ebits, mbits, has_inf = _MINIFLOAT[dt.name]
+    bias = 2 ** (ebits - 1) - 1
+    sign = -1.0 if bits >> (ebits + mbits) & 1 else 1.0
+    e = (bits >> mbits) & ((1 << ebits) - 1)
+    m = bits & ((1 << mbits) - 1)
+    if e == (1 << ebits) - 1 and (has_inf or m == (1 << mbits) - 1):
+        return sign * math.inf if has_inf and m == 0 else math.nan
+    if e == 0:
+        return sign * m * 2.0 ** (1 - bias - mbits)
+    return sign * (1 + m / 2 ** mbits) * 2.0 ** (e - bias)
+
+
+def _round_half_even(q: float) -> int:
+    """``q`` (exact in float64 here: a scaled value with few significant bits) to the nearest
+    integer, ties to even."""
+    lo = math.floor(q)
+    d = q - lo
+    return int(lo + (1 if d > 0.5 or (d == 0.5 and lo % 2 == 1) else 0))

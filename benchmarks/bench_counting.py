@@ -29,7 +29,7 @@ N_UNIQUE = 2 ** 24
 
 
 def _bincount_rows(torch, quick):
-    from baracuda_dsl.plans.histogram import BincountDescriptor, BincountPlan, CountArgs
+    from baracuda_dsl.ops.histogram.histogram import BincountDescriptor, BincountPlan, CountArgs
 
     rows = []
     for bins in ((1000,) if quick else (1000, 2 ** 20)):
@@ -47,7 +47,7 @@ def _bincount_rows(torch, quick):
 
 
 def _histc_row(torch):
-    from baracuda_dsl.plans.histogram import CountArgs, HistogramDescriptor, HistogramPlan
+    from baracuda_dsl.ops.histogram.histogram import CountArgs, HistogramDescriptor, HistogramPlan
 
     x = torch.randn(N, device="cuda")
     out = torch.empty(100, device="cuda", dtype=torch.int64)

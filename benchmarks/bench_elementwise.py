@@ -60,13 +60,13 @@ def _torch():
 
 
 def _plan(op, shapes, dt, out_dtype=None):
-    from baracuda_dsl.plans.elementwise import ElementwiseDescriptor, ElementwisePlan
+    from baracuda_dsl.ops.elementwise.elementwise import ElementwiseDescriptor, ElementwisePlan
 
     return ElementwisePlan.select(ElementwiseDescriptor(op, tuple(shapes), dt, out_dtype))
 
 
 def _args(ins, outs):
-    from baracuda_dsl.plans.elementwise import ElementwiseArgs
+    from baracuda_dsl.ops.elementwise.elementwise import ElementwiseArgs
 
     return ElementwiseArgs(list(ins), list(outs))
 

@@ -198,7 +198,7 @@ def runner(torch, plan):
 
 # -- cases -----------------------------------------------------------------------------------
 def _case(torch, dtype, m, n, k, nt, variants=False):
-    from baracuda_dsl.plans.gemm import GemmArgs, GemmDescriptor, GemmPlan
+    from baracuda_dsl.ops.gemm.gemm import GemmArgs, GemmDescriptor, GemmPlan
 
     tdt = getattr(torch, dtype)
     esz = torch.empty((), dtype=tdt).element_size()

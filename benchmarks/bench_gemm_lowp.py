@@ -78,7 +78,7 @@ def _timed(row, fns, flops, unit, extra=()):
 
 # -- tf32 ------------------------------------------------------------------------------------
 def _tf32(torch, m, n, k, nt):
-    from baracuda_dsl.plans.gemm import GemmArgs, GemmDescriptor, GemmPlan
+    from baracuda_dsl.ops.gemm.gemm import GemmArgs, GemmDescriptor, GemmPlan
 
     ns = G.n_sets_for(4 * m * k, 4 * n * k, 4 * m * n)
     sets = []
@@ -110,7 +110,7 @@ def _tf32(torch, m, n, k, nt):
 
 # -- int8 ------------------------------------------------------------------------------------
 def _int8(torch, m, n, k):
-    from baracuda_dsl.plans.gemm_int import IntGemmArgs, IntGemmDescriptor, IntGemmPlan
+    from baracuda_dsl.ops.gemm.gemm_int import IntGemmArgs, IntGemmDescriptor, IntGemmPlan
 
     ns = G.n_sets_for(m * k, n * k, 4 * m * n)
     sets = []
@@ -144,7 +144,7 @@ def _int8(torch, m, n, k):
 def _fp8_module():
     """(module, None) or (None, reason)."""
     try:
-        from baracuda_dsl.plans import gemm_fp8
+        from baracuda_dsl.ops.gemm import gemm_fp8
     except Exception as e:  # noqa: BLE001 - any import failure skips the fp8 rows
         return None, f"{type(e).__name__}: {e}".splitlines()[0][:200]
     return gemm_fp8, None

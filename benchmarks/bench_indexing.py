@@ -40,8 +40,8 @@ def _row(label, shape, dtype, t, tt, nbytes, copy_gbs, ok, err=0.0):
 
 
 def _index_select(torch, copy_gbs, label):
-    from baracuda_dsl.plans.indexing import (IndexSelectArgs, IndexSelectDescriptor,
-                                             IndexSelectPlan)
+    from baracuda_dsl.ops.indexing.indexing import (IndexSelectArgs, IndexSelectDescriptor,
+                                                    IndexSelectPlan)
 
     if label == "embedding":
         shape, axis, n, dt = (131072, 4096), 0, 16384, torch.bfloat16
@@ -71,7 +71,8 @@ def _index_select(torch, copy_gbs, label):
 
 
 def _gather(torch, copy_gbs, label):
-    from baracuda_dsl.plans.indexing import GatherAxisArgs, GatherAxisDescriptor, GatherAxisPlan
+    from baracuda_dsl.ops.indexing.indexing import (GatherAxisArgs, GatherAxisDescriptor,
+                                                    GatherAxisPlan)
 
     x = torch.randn(8192, 4096, device="cuda")
     idx = torch.randint(0, 4096, (8192, 1024), device="cuda")
@@ -87,7 +88,8 @@ def _gather(torch, copy_gbs, label):
 
 
 def _scatter_add(torch, copy_gbs, label):
-    from baracuda_dsl.plans.indexing import ScatterAddPlan, ScatterAxisArgs, ScatterAxisDescriptor
+    from baracuda_dsl.ops.indexing.indexing import (ScatterAddPlan, ScatterAxisArgs,
+                                                    ScatterAxisDescriptor)
 
     base = torch.randn(8192, 4096, device="cuda")
     src = torch.randn(8192, 4096, device="cuda")

@@ -39,7 +39,7 @@ N_CALLS = 2000
 def _values(x, y):
     """The row_norm_fw ABI values for a dense (1, 256) problem without weight or stats (checked
     against the template's declared ABI: a raw void** with too few slots would crash the driver)."""
-    from baracuda_dsl.templates import row_norm as spec
+    from baracuda_dsl.ops.normalization.specs import row_norm as spec
 
     vals = [x.data_ptr(), y.data_ptr(), 0, 0, 0, 0, M, N, 1, 1, N, N, N, N, N, N, EPS, 0,
             1, 0, 1]  # hw, cpg, G: row affine
@@ -144,7 +144,7 @@ def run(aot_lib: str = DEFAULT_AOT, log=print) -> dict:
     plan.run(args)
     torch.cuda.synchronize()
     from baracuda_dsl.jit import freeze_knobs, kernel
-    from baracuda_dsl.templates import row_norm as spec
+    from baracuda_dsl.ops.normalization.specs import row_norm as spec
 
     lk = kernel(spec.ROW_NORM_FW, freeze_knobs(plan._knobs), 0, plan._arch)
     vals = _values(x, y)
@@ -164,7 +164,7 @@ def run(aot_lib: str = DEFAULT_AOT, log=print) -> dict:
 
     # (a0) ctypes -> libcuda
     def a0_setup():
-        from baracuda_dsl.jit.abi import ArgPack
+        from baracuda_dsl.abi import ArgPack
 
         cu = ctypes.CDLL("libcuda.so.1")
         fn = cu.cuLaunchKernel
@@ -213,7 +213,7 @@ def run(aot_lib: str = DEFAULT_AOT, log=print) -> dict:
     # (a2) cuda.bindings cuLaunchKernel, pre-packed
     from cuda.bindings import driver
 
-    from baracuda_dsl.jit.abi import ArgPack
+    from baracuda_dsl.abi import ArgPack
 
     pack = ArgPack(lk._pack)
     addr = pack.set(vals)

@@ -43,7 +43,7 @@ def _rand(torch, shape, dt):
 
 
 def _case(torch, copy_gbs, kind, shape, arg, dt):
-    from baracuda_dsl.plans import layout as L
+    from baracuda_dsl.ops.shape import layout as L
 
     if kind in ("transpose", "permute"):
         x = _rand(torch, shape, dt)

@@ -26,7 +26,7 @@ LCE_QUICK = (4096, 2048, 32768, "bfloat16")
 
 
 def _ce():
-    from baracuda_dsl.plans import cross_entropy as ce
+    from baracuda_dsl.ops.losses import cross_entropy as ce
 
     return ce
 
@@ -159,8 +159,8 @@ def _row(case, M, N, dt, nbytes, t_ours, t_torch, t_comp, t_q, copy_gbs, err, sk
 
 def _lce_rows(torch, quick):
     """Fused linear CE FW+BW vs unfused (our GEMM + our CE, torch) : time and peak memory."""
-    lce = __import__("baracuda_dsl.plans.linear_cross_entropy", fromlist=["x"])
-    from baracuda_dsl.plans import gemm as G
+    lce = __import__("baracuda_dsl.ops.losses.linear_cross_entropy", fromlist=["x"])
+    from baracuda_dsl.ops.gemm import gemm as G
 
     ce = _ce()
     F = torch.nn.functional

@@ -4,7 +4,7 @@ copy ceiling.  Usage (GPU host): ``python3 benchmarks/bench_norms.py [--quick] [
 
 Cases: RMSNorm / LayerNorm forward and backward on (M, N) = 32768×4096 and 8192×32768 in bf16 and
 f32, forward also 2048×131072 bf16; GroupNorm / BatchNorm forward on NCHW (32, 256, 64, 64) in bf16
-and f32 (through ``baracuda_dsl.plans.channel_norm`` when it is there; otherwise "not available"
+and f32 (through ``baracuda_dsl.ops.normalization.channel_norm`` when it is there; otherwise "not available"
 rows).  Bytes counted (as /work/shared/reference/ANCHORS.md): forward x + weight (+ bias) + y,
 backward dy + x + dx (weight/bias gradients and statistics ignored), channel norms x + y.
 
@@ -228,7 +228,7 @@ def _channel_setup(kind, shape, dt):
     import torch.nn.functional as F
 
     bd = _bd()
-    from baracuda_dsl.plans import channel_norm as cn
+    from baracuda_dsl.ops.normalization import channel_norm as cn
 
     C = shape[1]
     half = dt in ("float16", "bfloat16")

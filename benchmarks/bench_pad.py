@@ -49,7 +49,7 @@ def _torch_pad_list(pads):
 
 
 def _case(torch, copy_gbs, label, shape, param, kind, dt):
-    from baracuda_dsl.plans import pad as P
+    from baracuda_dsl.ops.shape import pad as P
 
     F = torch.nn.functional
     tdt = getattr(torch, dt)

@@ -39,7 +39,7 @@ def _row(case, dtype, n, nbytes, t, tt, copy_gbs, ok, err=0.0):
 
 
 def _uniform(torch, copy_gbs, n):
-    from baracuda_dsl.plans.random import RandomArgs, RandomDescriptor, RandomPlan
+    from baracuda_dsl.ops.random.random import RandomArgs, RandomDescriptor, RandomPlan
 
     out = torch.empty(n, device="cuda")
     plan = RandomPlan.select(RandomDescriptor((n,), "uniform", "float32"))
@@ -53,7 +53,7 @@ def _uniform(torch, copy_gbs, n):
 
 
 def _normal(torch, copy_gbs, n):
-    from baracuda_dsl.plans.random import RandomArgs, RandomDescriptor, RandomPlan
+    from baracuda_dsl.ops.random.random import RandomArgs, RandomDescriptor, RandomPlan
 
     out = torch.empty(n, device="cuda")
     plan = RandomPlan.select(RandomDescriptor((n,), "normal", "float32"))
@@ -70,9 +70,9 @@ def _normal(torch, copy_gbs, n):
 def _dropout(torch, copy_gbs, n):
     import torch.nn.functional as F
 
-    from baracuda_dsl.plans.random import (DropoutArgs, DropoutBackwardArgs,
-                                           DropoutBackwardDescriptor, DropoutBackwardPlan,
-                                           DropoutDescriptor, DropoutPlan)
+    from baracuda_dsl.ops.random.random import (DropoutArgs, DropoutBackwardArgs,
+                                                DropoutBackwardDescriptor, DropoutBackwardPlan,
+                                                DropoutDescriptor, DropoutPlan)
 
     x = torch.randn(n, device="cuda").to(torch.bfloat16)
     y = torch.empty_like(x)

@@ -37,8 +37,8 @@ QUICK = [CASES[0], CASES[2], CASES[4]]
 
 
 def _case(torch, copy_gbs, label, shape, axes, op, dt):
-    from baracuda_dsl.plans.reductions import (ArgReducePlan, ReduceArgs, ReduceDescriptor,
-                                               ReducePlan)
+    from baracuda_dsl.ops.reduction.reductions import (ArgReducePlan, ReduceArgs, ReduceDescriptor,
+                                                       ReducePlan)
 
     tdt = getattr(torch, dt)
     x = torch.randn(shape, device="cuda", dtype=torch.float32).to(tdt)

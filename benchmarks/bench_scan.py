@@ -47,8 +47,8 @@ def _torch_ref_fn(torch, op, x, axis):
 def _bench(label, shape, axis, op, dt):
     import torch
 
-    from baracuda_dsl.plans.scan import (ScanArgs, ScanBackwardArgs, ScanBackwardDescriptor,
-                                         ScanBackwardPlan, ScanDescriptor, ScanPlan)
+    from baracuda_dsl.ops.scan.scan import (ScanArgs, ScanBackwardArgs, ScanBackwardDescriptor,
+                                            ScanBackwardPlan, ScanDescriptor, ScanPlan)
 
     tdt = getattr(torch, dt)
     g = torch.Generator(device="cuda").manual_seed(0)

@@ -33,8 +33,8 @@ def _ws(torch, plan):
 
 
 def _embedding_bw_row(torch, quick):
-    from baracuda_dsl.plans.embedding import (EmbeddingBackwardArgs, EmbeddingBackwardPlan,
-                                              EmbeddingDescriptor)
+    from baracuda_dsl.ops.segment.embedding import (EmbeddingBackwardArgs, EmbeddingBackwardPlan,
+                                                    EmbeddingDescriptor)
 
     V, D, T = (32768, 4096, 4096) if quick else (131072, 4096, 16384)
     ids = torch.randint(0, V, (T,), device="cuda")
@@ -58,7 +58,7 @@ def _embedding_bw_row(torch, quick):
 
 
 def _segment_sum_rows(torch, quick):
-    from baracuda_dsl.plans.segment import SegmentArgs, SegmentDescriptor, SegmentPlan
+    from baracuda_dsl.ops.segment.segment import SegmentArgs, SegmentDescriptor, SegmentPlan
 
     N, C, S = (2 ** 20 if quick else 2 ** 24), 64, 2 ** 20 if not quick else 2 ** 16
     data = torch.randn(N, C, device="cuda")
@@ -91,8 +91,8 @@ def _segment_sum_rows(torch, quick):
 
 def _embedding_bag_row(torch, quick):
     F = torch.nn.functional
-    from baracuda_dsl.plans.embedding import (EmbeddingBagArgs, EmbeddingBagDescriptor,
-                                              EmbeddingBagPlan)
+    from baracuda_dsl.ops.segment.embedding import (EmbeddingBagArgs, EmbeddingBagDescriptor,
+                                                    EmbeddingBagPlan)
 
     V, D = 2 ** 20, 128
     n, B = (2 ** 18, 2 ** 14) if quick else (2 ** 20, 2 ** 16)

@@ -64,7 +64,7 @@ def _providers_fw(torch, x, y, plan, args_of, N):
 
 
 def _fw_rows(torch, copy_gbs, M, N, dt):
-    from baracuda_dsl.plans.softmax import SoftmaxArgs, SoftmaxDescriptor, SoftmaxPlan
+    from baracuda_dsl.ops.softmax.softmax import SoftmaxArgs, SoftmaxDescriptor, SoftmaxPlan
 
     tdt = getattr(torch, dt)
     nbytes = 2 * M * N * tdt.itemsize
@@ -85,8 +85,8 @@ def _fw_rows(torch, copy_gbs, M, N, dt):
 
 
 def _bw_rows(torch, copy_gbs, M, N, dt):
-    from baracuda_dsl.plans.softmax import (SoftmaxBackwardArgs, SoftmaxBackwardDescriptor,
-                                            SoftmaxBackwardPlan)
+    from baracuda_dsl.ops.softmax.softmax import (SoftmaxBackwardArgs, SoftmaxBackwardDescriptor,
+                                                  SoftmaxBackwardPlan)
 
     tdt = getattr(torch, dt)
     nbytes = 3 * M * N * tdt.itemsize

@@ -38,8 +38,8 @@ def _cupy():
 def _bench_sort(rows, n, op):
     import torch
 
-    from baracuda_dsl.plans.sort import (ArgsortArgs, ArgsortDescriptor, ArgsortPlan, SortArgs,
-                                         SortDescriptor, SortPlan)
+    from baracuda_dsl.ops.sorting.sort import (ArgsortArgs, ArgsortDescriptor, ArgsortPlan,
+                                               SortArgs, SortDescriptor, SortPlan)
 
     shape = (rows, n) if rows > 1 else (n,)
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -82,7 +82,7 @@ def _bench_sort(rows, n, op):
 def _bench_topk(rows, n, k):
     import torch
 
-    from baracuda_dsl.plans.sort import TopkArgs, TopkDescriptor, TopkPlan
+    from baracuda_dsl.ops.sorting.sort import TopkArgs, TopkDescriptor, TopkPlan
 
     shape = (rows, n) if rows > 1 else (n,)
     g = torch.Generator(device="cuda").manual_seed(1)
@@ -108,7 +108,7 @@ def _bench_topk(rows, n, k):
 def _bench_kthvalue(rows, n, k):
     import torch
 
-    from baracuda_dsl.plans.sort import KthvalueArgs, KthvalueDescriptor, KthvaluePlan
+    from baracuda_dsl.ops.sorting.sort import KthvalueArgs, KthvalueDescriptor, KthvaluePlan
 
     shape = (rows, n)
     g = torch.Generator(device="cuda").manual_seed(2)

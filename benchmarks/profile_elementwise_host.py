@@ -13,7 +13,7 @@ import array_api as xp
 import baracuda_dsl as bd
 from array_api import _dispatch
 from array_api._array_object import Array
-from baracuda_dsl.templates.elementwise import ELEMENTWISE
+from baracuda_dsl.ops.elementwise.specs.elementwise import ELEMENTWISE
 
 
 def _time(label, fn, n=5000):

@@ -1,6 +1,6 @@
 """Developer tool: time every prebuilt cross-entropy forward SKU that can serve a shape, to set
 the plans' geometry knobs (``WIDE_HALF_ABOVE``, ``PREFER_CLUSTER_ABOVE`` in
-``baracuda_dsl/plans/cross_entropy.py``).  Usage (GPU host)::
+``baracuda_dsl/ops/losses/cross_entropy.py``).  Usage (GPU host)::
 
     python3 benchmarks/sweep_cross_entropy.py [--mode plain|smooth] [--top 6] [--quick]
 
@@ -32,8 +32,8 @@ TOL = {"bfloat16": 1e-2, "float16": 3e-3, "float32": 1e-4, "float64": 1e-10}
 
 
 def candidates(short: str, mode: str, n: int, arch: str):
-    from baracuda_dsl.jit import get_template
-    from baracuda_dsl.templates import cross_entropy as spec
+    from baracuda_dsl.ops import get_template
+    from baracuda_dsl.ops.losses.specs import cross_entropy as spec
 
     for k in get_template(spec.CROSS_ENTROPY_FW.name).skus(arch):
         d = dict(k)
@@ -45,7 +45,7 @@ def candidates(short: str, mode: str, n: int, arch: str):
 
 def kind(d: dict) -> str:
     """loop / bucket / wide / (wide-)clusterC."""
-    from baracuda_dsl.templates import cross_entropy as spec
+    from baracuda_dsl.ops.losses.specs import cross_entropy as spec
 
     if d["chunks"] == 0:
         return "loop"
@@ -58,7 +58,7 @@ def kind(d: dict) -> str:
 
 
 def sweep(torch, M, N, dt, mode, copy_gbs):
-    from baracuda_dsl.plans import cross_entropy as ce
+    from baracuda_dsl.ops.losses import cross_entropy as ce
 
     F = torch.nn.functional
     ls = 0.1 if mode == "smooth" else 0.0

@@ -13,7 +13,7 @@ import torch
 
 import baracuda_dsl as bd
 from baracuda_dsl.jit import freeze_knobs
-from baracuda_dsl.templates import row_norm as spec
+from baracuda_dsl.ops.normalization.specs import row_norm as spec
 from bench_norms import copy_bandwidth, n_sets, time_ms
 
 

@@ -7,10 +7,10 @@ the plan's launch records are reset), is checked once against torch (float64; er
 timed with the batched CUDA-event method of bench_softmax.py (harness.bench), rotating through
 enough input sets to stay out of L2.  Candidates: the vectorised register buckets that hold the
 row, the cluster SKUs of the ladder and the half-size sweep clusters
-(``templates/softmax.py``: CLUSTER_LADDER_FW, CLUSTER_EXTRA_FW; all in the prebuilt space) and
+(``ops/softmax/specs/softmax.py``: CLUSTER_LADDER_FW, CLUSTER_EXTRA_FW; all in the prebuilt space) and
 the vectorised loop SKU.  The plan's current pick is marked ``*``.  To adopt a result, edit
 ``CLUSTER_LADDER_FW`` (order of (CTAs, half) rungs) and ``SINGLE_CTA_MAX_FW`` (per dtype: longest
-row kept in one CTA on sm90a) in templates/softmax.py; the summary prints the implied values.
+row kept in one CTA on sm90a) in ops/softmax/specs/softmax.py; the summary prints the implied values.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ QUICK = [(8192, 32768, "bfloat16"), (2048, 131072, "bfloat16"), (512, 262144, "b
 
 
 def candidates(template, dtype: str, n: int, arch: str):
-    from baracuda_dsl.templates import softmax as spec
+    from baracuda_dsl.ops.softmax.specs import softmax as spec
 
     for k in template.skus(arch):
         d = dict(k)
@@ -44,7 +44,7 @@ def candidates(template, dtype: str, n: int, arch: str):
 
 
 def _label(k: dict) -> str:
-    from baracuda_dsl.templates import softmax as spec
+    from baracuda_dsl.ops.softmax.specs import softmax as spec
 
     if k["chunks"] == 0:
         return f"loop tpr={k['tpr']}"
@@ -55,7 +55,7 @@ def _label(k: dict) -> str:
 
 
 def sweep_fw(torch, M, N, dt):
-    from baracuda_dsl.plans.softmax import SoftmaxArgs, SoftmaxDescriptor, SoftmaxPlan
+    from baracuda_dsl.ops.softmax.softmax import SoftmaxArgs, SoftmaxDescriptor, SoftmaxPlan
 
     tdt = getattr(torch, dt)
     nb = 2 * M * N * tdt.itemsize
@@ -83,8 +83,8 @@ def sweep_fw(torch, M, N, dt):
 
 
 def sweep_bw(torch, M, N, dt):
-    from baracuda_dsl.plans.softmax import (SoftmaxBackwardArgs, SoftmaxBackwardDescriptor,
-                                            SoftmaxBackwardPlan)
+    from baracuda_dsl.ops.softmax.softmax import (SoftmaxBackwardArgs, SoftmaxBackwardDescriptor,
+                                                  SoftmaxBackwardPlan)
 
     tdt = getattr(torch, dt)
     nb = 3 * M * N * tdt.itemsize
@@ -136,7 +136,7 @@ def main(argv=None):
             if res:
                 best[(which, dt, N)] = res[0][2]
             torch.cuda.empty_cache()
-    print("\nfastest per shape (templates/softmax.py: CLUSTER_LADDER_FW, SINGLE_CTA_MAX_FW):")
+    print("\nfastest per shape (ops/softmax/specs/softmax.py: CLUSTER_LADDER_FW, SINGLE_CTA_MAX_FW):")
     for (which, dt, N), k in best.items():
         print(f"  {which} {dt} N={N}: {_label(k)}")
 

@@ -9,7 +9,7 @@ first, so the kernel and the reference see the same numbers); complex dtypes are
 dtype.  References are computed from those rounded inputs: floats in float64 (numpy / scipy),
 integers in numpy's own (wrapping) arithmetic or with Python integers, complex in complex128.
 
-The formulas follow baracuda_dsl/kernels/elementwise_ops.py (numpy semantics for floor_divide /
+The formulas follow baracuda_dsl/ops/elementwise/kernels/elementwise_ops.py (numpy semantics for floor_divide /
 remainder, integer division by zero gives 0, shifts >= the bit width give 0 / sign fill, maximum /
 minimum propagate NaN, round is half to even, gelu the erf form, ...).  Float parameters are
 rounded to the kernel's compute type (f32 for every dtype but f64) before use, as the kernel does.
@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from baracuda_dsl.templates.elementwise import (CPLX, FLOAT, FP8, INT, ITEMSIZE, SINT,  # noqa: F401
-                                                UINT)
+from baracuda_dsl.ops.elementwise.specs.elementwise import (CPLX, FLOAT, FP8, INT, ITEMSIZE, SINT,  # noqa: F401
+                                                            UINT)
 
 NP_DTYPE = {"bool": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
             "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
@@ -330,7 +330,7 @@ def _int_inputs(op, dt, nin, n, rng):
 def make_inputs(op: str, dt: str, shape, rng, nin: int = None):
     """Host arrays of the inputs of forward op ``op`` (value dtype ``dt``) of ``shape``, in the
     op's domain and rounded to ``dt``.  ``where``'s condition is bool."""
-    from baracuda_dsl.templates.elementwise import OPS
+    from baracuda_dsl.ops.elementwise.specs.elementwise import OPS
 
     spec = OPS[op]
     nin = spec.nin if nin is None else nin

@@ -20,7 +20,7 @@ INT_POISON = 0x7F7F7F7F
 def gemm_mods():
     """(torch, GemmArgs, GemmDescriptor, GemmPlan); skips without torch."""
     torch = pytest.importorskip("torch")
-    from baracuda_dsl.plans.gemm import GemmArgs, GemmDescriptor, GemmPlan
+    from baracuda_dsl.ops.gemm.gemm import GemmArgs, GemmDescriptor, GemmPlan
 
     return torch, GemmArgs, GemmDescriptor, GemmPlan
 
@@ -41,7 +41,7 @@ def sm90_mods():
 def int_mods():
     """(torch, IntGemmArgs, IntGemmDescriptor, IntGemmPlan); skips without torch."""
     torch = pytest.importorskip("torch")
-    from baracuda_dsl.plans.gemm_int import IntGemmArgs, IntGemmDescriptor, IntGemmPlan
+    from baracuda_dsl.ops.gemm.gemm_int import IntGemmArgs, IntGemmDescriptor, IntGemmPlan
 
     return torch, IntGemmArgs, IntGemmDescriptor, IntGemmPlan
 

@@ -11,7 +11,7 @@ import sys
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
-ENV = "BARACUDA_DSL_TEMPLATE_MODULES"
+ENV = "BARACUDA_DSL_TEMPLATE_MODULES"  # baracuda_dsl.ops.EXTRA_TEMPLATES_ENV
 
 
 @contextlib.contextmanager
@@ -19,11 +19,11 @@ def selftest_templates(modules=("_selftest_templates",)):
     """Register the test-only templates while the block runs, with the environment set so that
     compiler workers (spawned inside the block) register them too; afterwards the registry,
     the environment and the worker pools are as before."""
-    from baracuda_dsl.jit import compiler
-    from baracuda_dsl.jit import template as tmpl
+    from baracuda_dsl.jit import compiler, registered, template as tmpl
+    from baracuda_dsl.ops import load_specs
 
-    tmpl._load_all()
-    before = set(tmpl._REGISTRY)
+    load_specs()
+    before = {t.name for t in registered()}
     old = os.environ.get(ENV)
     os.environ[ENV] = ",".join(modules)
     compiler.shutdown()  # pools started without the variable would not know the templates
@@ -36,8 +36,7 @@ def selftest_templates(modules=("_selftest_templates",)):
         yield
     finally:
         compiler.shutdown()
-        for name in set(tmpl._REGISTRY) - before:
-            del tmpl._REGISTRY[name]
+        tmpl.unregister({t.name for t in registered()} - before)
         for m in modules:
             sys.modules.pop(m, None)
         if old is None:

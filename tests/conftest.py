@@ -16,6 +16,12 @@ def _has_gpu() -> bool:
 
 HAS_GPU = _has_gpu()
 
+#: modules every GPU host of this project has (shared/gpu/README.md: the host image plus the
+#: wheels .gpu/ carries); there a test that skips because one is missing fails instead, so a
+#: green GPU run means every test that could run did
+REQUIRED_ON_GPU_HOST = ("torch", "cupy", "numpy", "hypothesis", "scipy", "array_api_strict",
+                        "array_api_compat", "cuda", "rich")
+
 
 def pytest_collection_modifyitems(config, items):
     if HAS_GPU:
@@ -24,6 +30,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu") is not None:
             item.add_marker(skip)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if not (HAS_GPU and rep.skipped and call.excinfo is not None):
+        return
+    msg = str(call.excinfo.value)
+    missing = [m for m in REQUIRED_ON_GPU_HOST if f"could not import '{m}" in msg]
+    if missing:
+        rep.outcome = "failed"
+        rep.longrepr = (f"{missing[0]} is missing on this GPU host: the test would have skipped "
+                        f"({msg})")
 
 
 @pytest.fixture

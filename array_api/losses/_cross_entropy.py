@@ -105,8 +105,8 @@ def cross_entropy(input: Array, target: Array, weight: Array = None, size_averag
     UnsupportedError as torch rejects it, a negative one is ignored), ``label_smoothing``
     ε ∈ [0, 1] (loss = (1 − ε)·nll + ε·smoothed term, torch's definition) and soft (probability)
     targets.  CrossEntropyPlan."""
-    from baracuda_dsl.plans.cross_entropy import (CrossEntropyArgs, CrossEntropyDescriptor,
-                                                  CrossEntropyPlan)
+    from baracuda_dsl.ops.losses.cross_entropy import (CrossEntropyArgs, CrossEntropyDescriptor,
+                                                       CrossEntropyPlan)
 
     reduction = _legacy(size_average, reduce, reduction)
     _check_reduction("cross_entropy", reduction)
@@ -132,7 +132,7 @@ def nll_loss(input: Array, target: Array, weight: Array = None, size_average=Non
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Array:
     """torch.nn.functional.nll_loss: loss = −weight[t]·input[t] of log-probabilities over the
     class dim, ``ignore_index``, reductions none / mean (weighted) / sum.  NLLLossPlan."""
-    from baracuda_dsl.plans.cross_entropy import NLLLossArgs, NLLLossDescriptor, NLLLossPlan
+    from baracuda_dsl.ops.losses.cross_entropy import NLLLossArgs, NLLLossDescriptor, NLLLossPlan
 
     reduction = _legacy(size_average, reduce, reduction)
     _check_reduction("nll_loss", reduction)
@@ -153,9 +153,9 @@ def linear_cross_entropy(input: Array, weight: Array, target: Array, ignore_inde
     class indices (N,), chunked over the vocabulary (``chunk`` columns at a time) so the (N, V)
     logits never exist; ``ignore_index``; reductions none / mean / sum
     (LinearCrossEntropyPlan)."""
-    from baracuda_dsl.plans.linear_cross_entropy import (LinearCrossEntropyArgs,
-                                                         LinearCrossEntropyDescriptor,
-                                                         LinearCrossEntropyPlan)
+    from baracuda_dsl.ops.losses.linear_cross_entropy import (LinearCrossEntropyArgs,
+                                                              LinearCrossEntropyDescriptor,
+                                                              LinearCrossEntropyPlan)
 
     from .._manipulation_functions import ascontiguousarray
 

@@ -14,8 +14,8 @@ operands are made dense by the plan (copies from the stream-ordered pool).
 
 from __future__ import annotations
 
-from baracuda_dsl.plans.loss_pointwise import (PointwiseLossArgs, PointwiseLossDescriptor,
-                                               PointwiseLossPlan)
+from baracuda_dsl.ops.losses.loss_pointwise import (PointwiseLossArgs, PointwiseLossDescriptor,
+                                                    PointwiseLossPlan)
 
 from .. import _dtypes as _dt
 from .. import _plans

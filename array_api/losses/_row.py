@@ -1,6 +1,6 @@
 """Row-structured losses of ``xp.losses`` with torch.nn.functional names, keywords and semantics
-(forward only; the backward plans live in :mod:`baracuda_dsl.plans.loss_row` /
-:mod:`baracuda_dsl.plans.ctc`): ``cosine_embedding_loss``, ``multi_margin_loss``,
+(forward only; the backward plans live in :mod:`baracuda_dsl.ops.losses.loss_row` /
+:mod:`baracuda_dsl.ops.losses.ctc`): ``cosine_embedding_loss``, ``multi_margin_loss``,
 ``multilabel_margin_loss``, ``triplet_margin_loss``, ``ctc_loss``.
 
 Float inputs f32 / f16 / bf16 / f64 (math in f32, f64 for f64), reductions ``none`` / ``mean`` /
@@ -11,8 +11,8 @@ label outside [0, C)), an invalid CTC length ValueError — after the launch (on
 
 from __future__ import annotations
 
-from baracuda_dsl.plans import ctc as _ctc
-from baracuda_dsl.plans import loss_row as _lr
+from baracuda_dsl.ops.losses import ctc as _ctc
+from baracuda_dsl.ops.losses import loss_row as _lr
 
 from .. import _dtypes as _dt
 from .. import _plans

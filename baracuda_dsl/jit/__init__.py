@@ -12,17 +12,17 @@ import os
 import threading
 from typing import Dict, Tuple
 
+from ..abi import Artifact, Param, params
 from ..errors import KernelNotCachedError
 from ..vocabulary import ArchSku
-from .abi import Param, params
-from .cache import Artifact, KernelCache, default_cache_dir, installed_dsl_version
-from .template import (KernelTemplate, Knobs, LaunchGeometry, all_families, all_templates,
-                       freeze_knobs, get_template, knob_key, register)
+from .cache import KernelCache, default_cache_dir, installed_dsl_version
+from .template import (KernelTemplate, Knobs, LaunchGeometry, freeze_knobs, knob_key, register,
+                       registered)
 
 __all__ = [
     "Artifact", "KernelCache", "KernelTemplate", "Knobs", "LaunchGeometry", "Param", "params",
-    "all_families", "all_templates", "artifact", "default_cache_dir", "freeze_knobs",
-    "get_template", "installed_dsl_version", "jit_enabled", "kernel", "knob_key", "register",
+    "artifact", "default_cache_dir", "freeze_knobs", "installed_dsl_version", "jit_enabled",
+    "kernel", "knob_key", "register", "registered",
 ]
 
 _KERNELS: Dict[Tuple[str, Knobs, int], object] = {}
@@ -49,7 +49,7 @@ def artifact(t: KernelTemplate, knobs: Knobs, arch: ArchSku, cache: KernelCache 
                                           "so it cannot be compiled on demand")
     from .compiler import compile_sku
 
-    cubin, meta = compile_sku(t.name, knobs, arch)
+    cubin, meta = compile_sku(t, knobs, arch)
     return cache.put(t, knobs, arch.value, cubin, meta)
 
 

@@ -19,9 +19,9 @@ import json
 import os
 import struct
 import tempfile
-from dataclasses import dataclass
 from typing import Dict, Iterator, Optional, Tuple
 
+from ..abi import Artifact
 from .template import KernelTemplate, Knobs, knob_key
 
 _MAGIC = b"BKCUBIN2"
@@ -55,27 +55,6 @@ def _version_tuple(v: str) -> Tuple:
     for part in v.replace("-", ".").split("."):
         out.append((0, int(part)) if part.isdigit() else (-1, part))
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class Artifact:
-    """A compiled SKU: the cubin bytes and its metadata (entry name, parameter ABI, threads,
-    dynamic shared memory, arch, DSL version, template source hash, compile seconds)."""
-
-    cubin: bytes
-    meta: Dict
-
-    @property
-    def entry(self) -> str:
-        return self.meta["entry"]
-
-    @property
-    def threads(self) -> int:
-        return int(self.meta["threads"])
-
-    @property
-    def smem_bytes(self) -> int:
-        return int(self.meta["smem_bytes"])
 
 
 class KernelCache:

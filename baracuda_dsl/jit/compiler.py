@@ -5,7 +5,8 @@
 otherwise target sm_100a).  The parent process never imports the DSL: a host that only runs cached
 kernels needs neither the DSL nor a compiler.
 
-A worker instantiates the template (``module.build(knobs)``), compiles it with ``cute.compile``,
+A worker imports the template's spec module (which registers it), instantiates the kernel
+(``module.build(knobs)``), compiles it with ``cute.compile``,
 takes the cubin, PTX and entry name from the compiled object, checks the entry's parameters
 against the template's declared ABI and its ``.reqntid`` against the declared block size, and
 returns ``(cubin, meta)``.
@@ -23,11 +24,11 @@ import tempfile
 import threading
 import time
 import traceback
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple, Union
 
 from ..errors import CompileError
 from ..vocabulary import ArchSku
-from .template import Knobs
+from .template import KernelTemplate, Knobs, registered
 
 _POOLS: Dict[Tuple[str, int], cf.ProcessPoolExecutor] = {}
 _POOL_LOCK = threading.Lock()
@@ -47,22 +48,24 @@ def _worker_init(cute_arch: str) -> None:
     os.environ.setdefault("CUTE_DSL_DISABLE_FILE_CACHING", "1")
 
 
-def _compile_in_worker(template_name: str, knobs: Knobs, arch: str) -> Tuple[bytes, Dict]:
+def _compile_in_worker(spec: str, template_name: str, knobs: Knobs,
+                       arch: str) -> Tuple[bytes, Dict]:
     """Runs inside a worker: returns (cubin, meta) or raises CompileError with the DSL's message."""
+    import hashlib
     import importlib
 
-    from .abi import check_abi, ptx_entry_params
+    from ..abi import check_abi, ptx_entry_params
     from .cache import installed_dsl_version
-    from .template import get_template
+    from .template import template_for
 
-    t = get_template(template_name)
+    t = template_for(spec, template_name)
     src_hash = t.source_hash()  # of the source this worker imports (first use in the process)
     t0 = time.perf_counter()
     try:
         import cutlass.cute as cute
 
         mod = importlib.import_module(t.module)
-        fn, args = mod.build(dict(knobs))
+        fn, args = mod.build(t.thaw(knobs))
         compiled = cute.compile(fn, *args)
         cubin = compiled.artifacts.CUBIN
         ptx = compiled.artifacts.PTX
@@ -79,7 +82,7 @@ def _compile_in_worker(template_name: str, knobs: Knobs, arch: str) -> Tuple[byt
         check_abi(t.params, ptx_entry_params(ptx, entry))
     except ValueError as e:
         raise CompileError(f"{template_name}({knobs}): {e}") from None
-    geom = t.geometry(dict(knobs))
+    geom = t.geometry(t.thaw(knobs))
     m = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\(.*?\)\s*\.reqntid\s+(\d+)", ptx, re.S)
     if m is not None and int(m.group(1)) != geom.threads:
         raise CompileError(f"{template_name}({knobs}): kernel compiled for {m.group(1)} threads, "
@@ -93,6 +96,7 @@ def _compile_in_worker(template_name: str, knobs: Knobs, arch: str) -> Tuple[byt
         "compile_seconds": round(time.perf_counter() - t0, 3),
         "source_hash": src_hash,
         "dsl_version": installed_dsl_version(),
+        "ptx_sha256": hashlib.sha256(ptx.encode() if isinstance(ptx, str) else ptx).hexdigest(),
         "ptx_target": (re.search(r"\.target\s+(\S+)", ptx) or [None, None])[1],
     }
     return bytes(cubin), meta
@@ -109,15 +113,18 @@ def _pool(arch: ArchSku, jobs: int) -> cf.ProcessPoolExecutor:
         return pool
 
 
-def submit(template_name: str, knobs: Knobs, arch: ArchSku, jobs: int = 1) -> cf.Future:
-    """Queue one compile on the arch's worker pool; the future yields (cubin, meta)."""
-    return _pool(arch, jobs).submit(_compile_in_worker, template_name, knobs, arch.value)
+def submit(template: Union[KernelTemplate, str], knobs: Knobs, arch: ArchSku,
+           jobs: int = 1) -> cf.Future:
+    """Queue one compile on the arch's worker pool; the future yields (cubin, meta).
+    ``template`` is a template or the name of one registered in this process."""
+    t = template if isinstance(template, KernelTemplate) else registered(template)
+    return _pool(arch, jobs).submit(_compile_in_worker, t.spec, t.name, knobs, arch.value)
 
 
-def compile_sku(template_name: str, knobs: Knobs, arch: ArchSku,
+def compile_sku(template: Union[KernelTemplate, str], knobs: Knobs, arch: ArchSku,
                 timeout: Optional[float] = None) -> Tuple[bytes, Dict]:
     """Compile one SKU for ``arch`` in a (reused) worker process and wait for it."""
-    return submit(template_name, knobs, arch, 1).result(timeout=timeout)
+    return submit(template, knobs, arch, 1).result(timeout=timeout)
 
 
 def shutdown(arch: Optional[ArchSku] = None, wait: bool = True) -> None:

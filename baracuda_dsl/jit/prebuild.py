@@ -19,7 +19,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..vocabulary import ArchSku
 from .cache import KernelCache
-from .template import KernelTemplate, Knobs, all_templates, knob_key
+from .template import KernelTemplate, Knobs, knob_key
 
 
 @dataclass
@@ -43,12 +43,12 @@ class Job(NamedTuple):
     cached: bool
 
 
-def plan_jobs(families: Optional[Sequence[str]], arches: Sequence[ArchSku],
+def plan_jobs(templates: Sequence[KernelTemplate], arches: Sequence[ArchSku],
               cache: KernelCache) -> List[Job]:
-    """Every SKU of the selection for every arch (arch-major order), flagged when cached."""
+    """Every SKU of ``templates`` for every arch (arch-major order), flagged when cached."""
     out = []
     for a in arches:
-        for t in all_templates(families):
+        for t in templates:
             for knobs in t.skus(a.value):
                 out.append(Job(t, knobs, a, cache.get(t, knobs, a.value) is not None))
     return out
@@ -65,7 +65,7 @@ def error_line(t: KernelTemplate, e: BaseException, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def prebuild(families: Optional[Sequence[str]], arches: Sequence[ArchSku], jobs: int,
+def prebuild(templates: Sequence[KernelTemplate], arches: Sequence[ArchSku], jobs: int,
              cache: KernelCache, console=None) -> Dict[Tuple[str, str], Tally]:
     """Compile every SKU of the selection that is not cached yet and store it; returns the
     (family, arch) → :class:`Tally` table.  Failures are recorded, never raised."""
@@ -80,7 +80,7 @@ def prebuild(families: Optional[Sequence[str]], arches: Sequence[ArchSku], jobs:
     tally: Dict[Tuple[str, str], Tally] = defaultdict(Tally)
     pending = deque()
     left = defaultdict(int)  # arch -> SKUs not finished yet
-    for j in plan_jobs(families, arches, cache):
+    for j in plan_jobs(templates, arches, cache):
         key = (j.template.family, j.arch.value)
         if j.cached:
             tally[key].cached += 1
@@ -104,7 +104,7 @@ def prebuild(families: Optional[Sequence[str]], arches: Sequence[ArchSku], jobs:
                 while pending and len(inflight) < jobs:
                     j = pending.popleft()
                     try:
-                        inflight[compiler.submit(j.template.name, j.knobs, j.arch, jobs)] = j
+                        inflight[compiler.submit(j.template, j.knobs, j.arch, jobs)] = j
                     except Exception as e:  # a broken pool refuses new work
                         f: cf.Future = cf.Future()
                         f.set_exception(e)

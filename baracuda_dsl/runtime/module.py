@@ -2,7 +2,7 @@
 
 A cubin is loaded once per (device, artifact) with ``cuda.core.ObjectCode.from_cubin`` and its
 entry fetched with ``get_kernel``.  Launches go through ``cuLaunchKernel`` (cuda.bindings) with a
-pre-packed ``void*[]`` (:class:`~baracuda_dsl.jit.abi.ArgPack`): the design measured fastest on the
+pre-packed ``void*[]`` (:class:`~baracuda_dsl.abi.ArgPack`): the design measured fastest on the
 H100 (ARCHITECTURE.md has the figures).  Kernels needing more than 48 KiB of dynamic shared memory
 get their limit raised once at load.
 """
@@ -12,9 +12,8 @@ from __future__ import annotations
 import threading
 from typing import Dict, Sequence, Tuple
 
+from ..abi import ArgPack, Artifact, Param
 from ..errors import DriverError
-from ..jit.abi import ArgPack, Param
-from ..jit.cache import Artifact
 
 
 class LoadedKernel:

@@ -5,7 +5,7 @@ Run HERE (the machine with CuTe DSL, gcc and the CUDA toolkit), not on the GPU h
     python benchmarks/aot/build_aot.py            # -> benchmarks/aot/build/libbench_aot.so
 
 Steps: instantiate the ``row_norm_fw`` SKU the RMSNorm plan picks for (M=1, N=256, f32) from
-``baracuda_dsl.kernels.row_norm``; ``cute.compile`` it for sm_90a (``CUTE_DSL_ARCH``, set before
+``baracuda_dsl.ops.normalization.kernels.row_norm``; ``cute.compile`` it for sm_90a (``CUTE_DSL_ARCH``, set before
 the DSL is imported); ``export_to_c`` writes ``bench_aot.h`` (host launch wrapper, module
 load/unload) and ``bench_aot.o`` (x86-64 host launch shim with the cubin embedded); gcc links that
 object, ``shim.c`` (ctypes-facing entry points), the DSL's ``libcuda_dialect_runtime_static.a``
@@ -42,7 +42,7 @@ PREFIX = "bench_aot"
 def sku_knobs():
     """The knobs RMSNormPlan picks for (1, 256) f32 on sm90a (bench_launch.py times the same SKU)."""
     from baracuda_dsl.dtypes import float32
-    from baracuda_dsl.plans.normalization import _primary_knobs
+    from baracuda_dsl.ops.normalization.row_norm import _primary_knobs
     from baracuda_dsl.vocabulary import ArchSku
 
     return _primary_knobs(float32, "rms", 256, ArchSku.SM90A)
@@ -88,8 +88,8 @@ def export(build: str, knobs: dict) -> dict:
     import cutlass.cute.export  # noqa: F401  (registers the export provider)
 
     from baracuda_dsl.jit.cache import installed_dsl_version
-    from baracuda_dsl.jit.template import get_template
-    from baracuda_dsl.kernels import row_norm
+    from baracuda_dsl.ops import get_template
+    from baracuda_dsl.ops.normalization.kernels import row_norm
 
     t0 = time.perf_counter()
     fn, args = row_norm.build(dict(knobs))

@@ -1,0 +1,1 @@
+"""baracuda_dsl/blocks"""

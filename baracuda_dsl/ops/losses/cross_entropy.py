@@ -1,0 +1,600 @@
+"""Cross-entropy and NLL loss plans, forward and backward (torch.nn.functional semantics).
+
+Logits (n, c): unit stride along the c classes, any row stride.  dtypes f32, f16, bf16, f64
+(half types compute in f32, f64 in f64).  Per row, with lse = logsumexp(x), w ≡ 1 without class
+weights and ε = ``label_smoothing``:
+
+    index targets: loss = (1 − ε)·w[t]·(lse − x[t]) + (ε/c)·Σ_j w_j·(lse − x_j),  den = w[t]
+    prob targets:  loss = −Σ_j w_j·((1 − ε)·p_j + ε/c)·(x_j − lse),                den = 1
+    NLL:           loss = −w[t]·x[t]  (x already holds log-probabilities),         den = w[t]
+
+Rows whose target equals ``ignore_index`` give loss 0 and den 0 (index targets; with
+probability targets a negative ``ignore_index`` is accepted and has no effect, a non-negative one
+raises UnsupportedError at select time, as torch rejects it).  Reductions: ``none`` (the (n,)
+row losses, logits dtype), ``sum`` (Σ loss) and ``mean`` (Σ loss / Σ den: torch's weighted mean;
+prob targets divide by n).  Sums run in a fixed order (per-row values in the workspace, then one
+CTA adds them in a fixed order): deterministic and bit-stable.  The optional ``total_weight``
+output (Σ den, compute dtype) is what the backward's mean needs; ``lse`` (compute dtype, one per
+row) is what the cross-entropy backward reads.
+
+Huge logits: the forward subtracts the row max before adding log Σexp ((max − x[t]) + log Σ), so
+losses stay exact however large the logits.  The backward reads the saved lse = max + log Σ in
+the compute dtype: when |max| exceeds ~2²⁴ (f32; 2⁵³ f64) times log Σ, the log-sum is below lse's
+rounding and the backward's probabilities lose accuracy (as for any saved-lse backward).
+
+Bad targets: class indices are NOT wrapped (as torch); an index outside [0, c) that is not
+``ignore_index`` reads nothing, counts as ignored (loss 0, den 0, dx 0) and stores 1 into the
+optional int32 ``status`` word (zero it first).
+
+Kernel choice (forward): rows up to 32768 elements (16384 for f64) stay in registers (bucket SKU,
+x read once); on sm90a longer rows up to ``LOOP_ABOVE`` (65536) are split over a thread-block
+cluster; longer rows run the loop SKU (one online max / sum-exp pass, any length — measured
+faster than the 8-CTA clusters).  Operands that are not
+16-byte aligned (or c / the row stride not a multiple of the vector width) take the generic
+element-wise loop SKU.  The backward streams each row once (x read, dx written).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...dtypes import FP4, DType, float32, float64, int32, int64
+from ...errors import InvalidProblemError, UnsupportedError
+from ...jit import freeze_knobs
+from ...plan import (Plan, align_up, begin_select, check_dtype, check_finite,
+                     check_writable_no_overlap, plan_arch, view_arg)
+from ...runtime.stream import stream_handle
+from .specs import cross_entropy as spec
+from ...vocabulary import ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
+
+_I32_MAX = 2**31 - 1
+REDUCTIONS = ("none", "mean", "sum")
+TARGETS = ("index", "prob")
+
+
+def stats_dtype(dt: DType) -> DType:
+    """dtype of the saved lse / total weight: f64 for f64 logits, f32 otherwise."""
+    return float64 if dt == float64 else float32
+
+
+def _precision(dt: DType) -> PrecisionGuarantee:
+    ct = stats_dtype(dt)
+    return PrecisionGuarantee(math_precision=ct, accumulator=ct,
+                              bit_stable_on_same_hardware=True, deterministic=True)
+
+
+def _sku(op: str, dt: DType, arch, template: str, knobs: dict) -> KernelSku:
+    return KernelSku(OpCategory.LOSS, op, dt, arch, BackendKind.CUTE_DSL, _precision(dt),
+                     aux_element=stats_dtype(dt), template=template, knobs=freeze_knobs(knobs))
+
+
+#: sm90a tuning knob (None = off): rows longer than this take the cluster ladder even when one
+#: CTA's register bucket would hold them (two 512-thread CTAs per SM instead of one of 1024
+#: threads); set from a sweep on the H100
+PREFER_CLUSTER_ABOVE = None
+
+
+#: sm90a/sm80 tuning knob for f16/bf16 (None = off): rows longer than this take the "wide"
+#: forward SKUs (half the threads per row, twice the elements per thread; beyond one CTA, clusters
+#: of 512-thread × 32K-element slices); set from benchmarks/sweep_cross_entropy.py on the H100
+WIDE_HALF_ABOVE = None
+
+
+#: rows longer than this skip the cluster ladder for the vectorised loop (one online pass, x read
+#: once).  Sweep of 2026-11-23 on the H100 (benchmarks/sweep_cross_entropy.py, fraction of copy):
+#: bf16 64K — cluster-4 0.97, loop 0.96; 128K — loop 1.00, cluster-8 0.92; 256K — loop 1.00,
+#: cluster-8 0.85; f32 128K — loop 1.03, cluster-8 0.94.
+LOOP_ABOVE = 65536
+
+
+def _wide_knobs(dt: DType, mode: str, c: int, arch):
+    if dt.short not in spec.HALF_DTYPES or c > spec.register_cap(dt.short) * 8:
+        return None
+    if c <= spec.register_cap(dt.short):
+        b = next(x for x in spec.BUCKETS if x >= c)
+        if b not in spec.WIDE_CAPS:
+            return None
+        return dict(dtype=dt.short, mode=mode, **spec.wide_config(dt.short, b))
+    if arch is not ArchSku.SM90A:
+        return None
+    for cl in spec.WIDE_CLUSTERS:
+        k = spec.wide_cluster_config(dt.short, cl)
+        if c <= spec.bucket_cap(k):
+            return dict(dtype=dt.short, mode=mode, **k)
+    return None
+
+
+def fw_knobs(dt: DType, mode: str, c: int, arch) -> dict:
+    """Forward SKU for rows of ``c`` classes: the smallest register bucket that holds the row,
+    then (sm90a, rows ≤ ``LOOP_ABOVE``) a cluster of slices, then the vectorised loop (``WIDE_HALF_ABOVE`` and
+    ``PREFER_CLUSTER_ABOVE`` switch to the alternatives)."""
+    if mode == "nll":
+        return dict(dtype=dt.short, mode=mode, **spec.NLL_FW_GEO)
+    if WIDE_HALF_ABOVE is not None and c > WIDE_HALF_ABOVE:
+        k = _wide_knobs(dt, mode, c, arch)
+        if k is not None:
+            return k
+    cap = spec.register_cap(dt.short)
+    if (arch is ArchSku.SM90A and PREFER_CLUSTER_ABOVE is not None
+            and c > PREFER_CLUSTER_ABOVE):
+        for cl, half in spec.CLUSTER_LADDER:
+            k = spec.cluster_config(dt.short, cl, half)
+            if c <= spec.bucket_cap(k):
+                return dict(dtype=dt.short, mode=mode, **k)
+    if c <= cap:
+        b = next(x for x in spec.BUCKETS if x >= c)
+        return dict(dtype=dt.short, mode=mode, cluster=1, **spec.bucket_config(dt.short, b))
+    if arch is ArchSku.SM90A and c <= LOOP_ABOVE:
+        for cl, half in spec.CLUSTER_LADDER:
+            k = spec.cluster_config(dt.short, cl, half)
+            if c <= spec.bucket_cap(k):
+                return dict(dtype=dt.short, mode=mode, **k)
+    return dict(dtype=dt.short, mode=mode, cluster=1, **spec.loop_config(dt.short, True))
+
+
+def bw_knobs(dt: DType, mode: str, c: int) -> dict:
+    """Backward SKU: the register bucket geometry for short rows (one batch per thread), the
+    vectorised loop beyond."""
+    cap = spec.register_cap(dt.short)
+    if c <= cap:
+        b = next(x for x in spec.BUCKETS if x >= c)
+        return dict(dtype=dt.short, mode=mode, cluster=1, **spec.bucket_config(dt.short, b))
+    return dict(dtype=dt.short, mode=mode, cluster=1, **spec.loop_config(dt.short, True))
+
+
+def generic_knobs(dt: DType, mode: str, c: int) -> dict:
+    """The element-wise loop SKU for misaligned operands (a warp per row for short rows)."""
+    if c <= spec.SMALL_GENERIC_MAX:
+        return dict(dtype=dt.short, mode=mode, cluster=1, **spec.SMALL_GENERIC)
+    return dict(dtype=dt.short, mode=mode, cluster=1, **spec.loop_config(dt.short, False))
+
+
+def _check_int(v, what: str, lo: int = 0) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise InvalidProblemError(f"{what} must be an int, got {v!r}")
+    if v < lo:
+        raise InvalidProblemError(f"{what} must be >= {lo}, got {v}")
+    if v > _I32_MAX:
+        raise UnsupportedError(f"{what} = {v}: must be < 2^31")
+    return int(v)
+
+
+def _check_common(self, who: str, with_target_kind: bool = True) -> None:
+    object.__setattr__(self, "n", _check_int(self.n, f"{who}: n"))
+    object.__setattr__(self, "c", _check_int(self.c, f"{who}: c", 1))
+    object.__setattr__(self, "dtype", check_dtype(self.dtype, FP4, who))
+    if self.reduction not in REDUCTIONS:
+        raise InvalidProblemError(f"{who}: reduction must be one of {REDUCTIONS}, got "
+                                  f"{self.reduction!r}")
+    if isinstance(self.ignore_index, bool) or not isinstance(self.ignore_index, int):
+        raise InvalidProblemError(f"{who}: ignore_index must be an int, got {self.ignore_index!r}")
+    if not -2**63 <= self.ignore_index < 2**63:
+        raise InvalidProblemError(f"{who}: ignore_index out of the int64 range")
+    object.__setattr__(self, "has_weight", bool(self.has_weight))
+    target = getattr(self, "target", "index")
+    if with_target_kind and target not in TARGETS:
+        raise InvalidProblemError(f"{who}: target must be 'index' or 'prob', got {target!r}")
+    if target == "prob" and self.ignore_index >= 0:
+        raise UnsupportedError(f"{who}: ignore_index = {self.ignore_index} with probability "
+                               "targets (as torch, only a negative ignore_index is accepted with "
+                               "soft targets, and it is ignored; wired: index targets)")
+    if target == "index":
+        object.__setattr__(self, "index_dtype",
+                           check_dtype(self.index_dtype, (int32, int64), f"{who} targets"))
+    ls = getattr(self, "label_smoothing", None)
+    if ls is not None:
+        ls = check_finite(ls, f"{who}: label_smoothing")
+        if not 0.0 <= ls <= 1.0:
+            raise InvalidProblemError(f"{who}: label_smoothing must be in [0, 1], got {ls}")
+        object.__setattr__(self, "label_smoothing", ls)
+
+
+# ================================================================================ descriptors
+@dataclass(frozen=True)
+class CrossEntropyDescriptor:
+    """Cross-entropy of logits (n, c): class-index targets (``index``, int32/int64 ``index_dtype``,
+    with ``ignore_index`` and ``label_smoothing``) or soft targets (``prob``: an (n, c) tensor of
+    the logits dtype); optional class weights (c,); reduction none / mean / sum."""
+
+    n: int
+    c: int
+    dtype: DType = float32
+    target: str = "index"
+    reduction: str = "mean"
+    ignore_index: int = -100
+    label_smoothing: float = 0.0
+    has_weight: bool = False
+    index_dtype: DType = int64
+
+    def __post_init__(self):
+        _check_common(self, "CrossEntropy")
+
+    @property
+    def mode(self) -> str:
+        if self.target == "prob":
+            return "prob"
+        return "smooth" if self.label_smoothing > 0 else "plain"
+
+
+@dataclass(frozen=True)
+class CrossEntropyBackwardDescriptor(CrossEntropyDescriptor):
+    """Gradient of :class:`CrossEntropyDescriptor`'s loss w.r.t. the logits (same fields)."""
+
+
+@dataclass(frozen=True)
+class NLLLossDescriptor:
+    """Negative log-likelihood of log-probabilities (n, c): loss = −w[t]·x[t]; class-index
+    targets (int32/int64), ``ignore_index``, optional class weights, reduction none/mean/sum."""
+
+    n: int
+    c: int
+    dtype: DType = float32
+    reduction: str = "mean"
+    ignore_index: int = -100
+    has_weight: bool = False
+    index_dtype: DType = int64
+
+    def __post_init__(self):
+        _check_common(self, "NLLLoss", with_target_kind=False)
+
+    target = "index"
+    label_smoothing = 0.0
+
+    @property
+    def mode(self) -> str:
+        return "nll"
+
+
+@dataclass(frozen=True)
+class NLLLossBackwardDescriptor(NLLLossDescriptor):
+    """Gradient of :class:`NLLLossDescriptor`'s loss: dx = −w[t]·g at the target, 0 elsewhere."""
+
+
+# ======================================================================================= args
+@dataclass
+class CrossEntropyArgs:
+    """logits (n, c); target (n,) class indices or (n, c) probabilities; loss: (n,) for
+    reduction none, else a single element (shape () or (1,)), logits dtype; weight (c,) logits
+    dtype; lse / total_weight: optional outputs ((n,) / one element, f32 or f64 for f64);
+    status: optional int32 word set to 1 on a bad target."""
+
+    logits: object
+    target: object
+    loss: object
+    weight: object = None
+    lse: object = None
+    total_weight: object = None
+    status: object = None
+
+
+@dataclass
+class NLLLossArgs:
+    """input (n, c) log-probabilities; target (n,); loss as :class:`CrossEntropyArgs`."""
+
+    input: object
+    target: object
+    loss: object
+    weight: object = None
+    total_weight: object = None
+    status: object = None
+
+
+@dataclass
+class CrossEntropyBackwardArgs:
+    """logits, target, weight as the forward; lse (n,) saved by the forward; grad_loss: (n,)
+    for reduction none, one element otherwise (logits dtype); total_weight: the forward's
+    (required for mean); dx (n, c) output (unit class stride)."""
+
+    logits: object
+    target: object
+    lse: object
+    grad_loss: object
+    dx: object
+    weight: object = None
+    total_weight: object = None
+    status: object = None
+
+
+@dataclass
+class NLLLossBackwardArgs:
+    """target, weight, grad_loss, total_weight as :class:`CrossEntropyBackwardArgs`; dx (n, c)."""
+
+    target: object
+    grad_loss: object
+    dx: object
+    weight: object = None
+    total_weight: object = None
+    status: object = None
+
+
+# ================================================================================== helpers
+def _row_view(obj, name, desc, dev=None):
+    v = view_arg(obj, name, shape=(desc.n, desc.c), dtype=desc.dtype, device=dev)
+    if desc.c > 1 and desc.n > 0 and v.strides[1] != 1:
+        raise UnsupportedError(f"{name}: the class dim must have unit stride, got strides "
+                               f"{v.strides} (make it contiguous first)")
+    return v
+
+
+def _row_stride(v) -> int:
+    return v.strides[0] if v.shape[0] > 1 else v.shape[1]
+
+
+def _target_view(obj, desc, dev):
+    if desc.target == "prob":
+        return _row_view(obj, "target", desc, dev)
+    v = view_arg(obj, "target", shape=(desc.n,), device=dev)
+    if v.dtype not in (int32, int64):
+        raise UnsupportedError(f"target: class indices must be int32 or int64, got {v.dtype.name}")
+    if v.dtype != desc.index_dtype:
+        raise UnsupportedError(f"target: dtype {v.dtype.name} != descriptor index_dtype "
+                               f"{desc.index_dtype.name}")
+    if desc.n > 1 and v.strides[0] != 1:
+        raise UnsupportedError("target: class indices must be contiguous")
+    return v
+
+
+def _weight_view(obj, desc, dev):
+    w = view_arg(obj, "weight", optional=True, dtype=desc.dtype, device=dev)
+    if desc.has_weight and w is None:
+        raise InvalidProblemError("weight is required: the descriptor says has_weight=True")
+    if not desc.has_weight and w is not None:
+        raise InvalidProblemError("weight given but the descriptor says has_weight=False")
+    if w is not None and (w.numel != desc.c or (desc.c > 1 and not w.is_contiguous())):
+        raise InvalidProblemError(f"weight: must be a contiguous vector of c={desc.c} classes, "
+                                  f"got shape {w.shape} strides {w.strides}")
+    return w
+
+
+def _scalar_view(obj, name, dt, dev, optional=False):
+    v = view_arg(obj, name, optional=optional, dtype=dt, device=dev)
+    if v is not None and v.numel != 1:
+        raise InvalidProblemError(f"{name}: must hold exactly one element, got shape {v.shape}")
+    return v
+
+
+def _vec_view(obj, name, n, dt, dev, optional=True):
+    v = view_arg(obj, name, optional=optional, dtype=dt, device=dev)
+    if v is not None and (v.numel != n or (n > 1 and not v.is_contiguous())):
+        raise InvalidProblemError(f"{name}: must be a dense vector of n={n} values, got shape "
+                                  f"{v.shape} strides {v.strides}")
+    return v
+
+
+def _status(obj, dev):
+    s = view_arg(obj, "status", optional=True, dtype=int32, device=dev)
+    if s is not None and s.numel < 1:
+        raise InvalidProblemError("status: needs at least one int32 element")
+    return s
+
+
+def _p(v) -> int:
+    return 0 if v is None else v.ptr
+
+
+def _aligned(vec: int, views_strides) -> bool:
+    return all(p % 16 == 0 and s % vec == 0 for p, s in views_strides)
+
+
+# ================================================================================== forward
+class _LossForward(Plan):
+    _who = "CrossEntropyPlan"
+    _op = "cross_entropy"
+
+    @classmethod
+    def select(cls, desc, pref=None):
+        plan = begin_select(cls, desc, pref, cls._desc_type, plan_arch)
+        d = desc
+        arch = plan._arch
+        plan._knobs = fw_knobs(d.dtype, d.mode, d.c, arch)
+        plan._generic = generic_knobs(d.dtype, d.mode, d.c) if d.mode != "nll" else plan._knobs
+        plan._red = dict(dtype=d.dtype.short)
+        plan._sku = _sku(cls._op, d.dtype, arch, spec.CROSS_ENTROPY_FW.name, plan._knobs)
+        ct = stats_dtype(d.dtype)
+        plan._ct = ct
+        plan._ws = 0 if d.reduction == "none" else 2 * align_up(max(d.n, 1) * ct.itemsize)
+        return plan
+
+    def workspace_size(self) -> int:
+        return self._ws
+
+    def is_empty(self) -> bool:
+        return self.desc.n == 0 and self.desc.reduction == "none"
+
+    def _inputs(self, args):
+        raise NotImplementedError
+
+    def _views(self, args):
+        d = self.desc
+        x, t, w = self._inputs(args)
+        dev = x.device
+        if d.reduction == "none":
+            loss = _vec_view(args.loss, "loss", d.n, d.dtype, dev, optional=False)
+        else:
+            loss = _scalar_view(args.loss, "loss", d.dtype, dev)
+        check_writable_no_overlap(loss, "loss")
+        lse = _vec_view(getattr(args, "lse", None), "lse", d.n, self._ct, dev)
+        tw = _scalar_view(args.total_weight, "total_weight", self._ct, dev, optional=True)
+        if tw is not None and d.reduction == "none":
+            raise InvalidProblemError("total_weight is an output of the mean / sum reductions "
+                                      "only (reduction='none' gives no total)")
+        st = _status(args.status, dev)
+        return x, t, w, loss, lse, tw, st
+
+    def can_implement(self, args) -> None:
+        self._views(args)
+
+    def run(self, args, stream=None, workspace=None) -> None:
+        x, t, w, loss, lse, tw, st = self._views(args)
+        ws = self.check_workspace(workspace)
+        if self.is_empty():
+            return
+        self._launch_views(x, t, w, loss, lse, tw, st, stream_handle(stream), ws)
+
+    def _launch_views(self, x, t, w, loss, lse, tw, st, stream: int, ws: Workspace) -> None:
+        d = self.desc
+        dev = x.device
+        k = self._knobs
+        prob = d.target == "prob"
+        xs = _row_stride(x)
+        ps = _row_stride(t) if prob else 0
+        checks = [(x.ptr, xs)]
+        if prob:
+            checks.append((t.ptr, ps))
+        if w is not None and d.mode in ("smooth", "prob"):
+            checks.append((w.ptr, 0))
+        if d.mode != "nll" and not (d.c % k["vec"] == 0 and _aligned(k["vec"], checks)):
+            k = self._generic
+        flags = ((spec.HAS_W if w is not None else 0) | (spec.HAS_STATUS if st is not None else 0)
+                 | (spec.WRITE_LSE if lse is not None else 0))
+        rl = den = 0
+        if d.reduction == "none":
+            flags |= spec.WRITE_LOSS
+        else:
+            flags |= spec.WRITE_ROWS
+            rl = ws.ptr
+            den = ws.ptr + self._ws // 2
+        ts = 2 if (not prob and t.dtype == int64) else 1
+        if d.n > 0:
+            kern = self._kernel(spec.CROSS_ENTROPY_FW, k, dev)
+            grid = ((d.n + k["rows"] - 1) // k["rows"] * k["cluster"], 1, 1)
+            kern.launch(grid, (x.ptr, 0 if prob else t.ptr, _p(w), t.ptr if prob else 0,
+                               _p(loss) if d.reduction == "none" else 0, rl, den, _p(lse), _p(st),
+                               d.n, d.c, xs, ps, ts, int(d.ignore_index),
+                               float(d.label_smoothing), flags), stream)
+        if d.reduction != "none":
+            rflags = (spec.RED_MEAN if d.reduction == "mean" else 0) | (
+                spec.RED_TW if tw is not None else 0)
+            rk = self._kernel(spec.LOSS_REDUCE, self._red, dev)
+            rk.launch((1, 1, 1), (rl, den, loss.ptr, _p(tw), d.n, 1, rflags), stream)
+
+
+class CrossEntropyPlan(_LossForward):
+    """Cross-entropy forward (see the module docstring for the formulas).  dtypes f32/f16/bf16/
+    f64; workspace 2 vectors of n compute-type values for mean / sum (none: 0); deterministic.
+    Bandwidth: x is read once (register / cluster SKUs)."""
+
+    _desc_type = CrossEntropyDescriptor
+    _op = "cross_entropy"
+
+    def _inputs(self, args):
+        d = self.desc
+        x = _row_view(args.logits, "logits", d)
+        dev = x.device
+        t = _target_view(args.target, d, dev)
+        w = _weight_view(args.weight, d, dev)
+        return x, t, w
+
+
+class NLLLossPlan(_LossForward):
+    """NLL forward: loss = −w[t]·x[t] per row (x: log-probabilities (n, c), any row stride);
+    reductions none / mean (Σ loss / Σ w[t]) / sum; workspace as :class:`CrossEntropyPlan`."""
+
+    _desc_type = NLLLossDescriptor
+    _op = "nll_loss"
+
+    def _inputs(self, args):
+        d = self.desc
+        x = _row_view(args.input, "input", d)
+        dev = x.device
+        t = _target_view(args.target, d, dev)
+        w = _weight_view(args.weight, d, dev)
+        return x, t, w
+
+
+# ================================================================================= backward
+class _LossBackward(Plan):
+    _nll = False
+
+    @classmethod
+    def select(cls, desc, pref=None):
+        plan = begin_select(cls, desc, pref, cls._desc_type, plan_arch)
+        d = desc
+        mode = "nll" if cls._nll else d.mode
+        plan._knobs = bw_knobs(d.dtype, mode, d.c)
+        plan._generic = generic_knobs(d.dtype, mode, d.c)
+        plan._ct = stats_dtype(d.dtype)
+        plan._sku = _sku(cls._op, d.dtype, plan._arch, spec.CROSS_ENTROPY_BW.name, plan._knobs)
+        return plan
+
+    def is_empty(self) -> bool:
+        return self.desc.n == 0
+
+    def _views(self, args):
+        d = self.desc
+        x = lse = None
+        if self._nll:
+            dx = _row_view(args.dx, "dx", d)
+            dev = dx.device
+        else:
+            x = _row_view(args.logits, "logits", d)
+            dev = x.device
+            dx = _row_view(args.dx, "dx", d, dev)
+            lse = _vec_view(args.lse, "lse", d.n, self._ct, dev, optional=False)
+        check_writable_no_overlap(dx, "dx")
+        t = _target_view(args.target, d, dev)
+        w = _weight_view(args.weight, d, dev)
+        if d.reduction == "none":
+            g = _vec_view(args.grad_loss, "grad_loss", d.n, d.dtype, dev, optional=False)
+        else:
+            g = _scalar_view(args.grad_loss, "grad_loss", d.dtype, dev)
+        tw = _scalar_view(args.total_weight, "total_weight", self._ct, dev,
+                          optional=d.reduction != "mean")
+        st = _status(args.status, dev)
+        return x, t, w, lse, g, tw, dx, st
+
+    def can_implement(self, args) -> None:
+        self._views(args)
+
+    def _launch(self, args, stream: int, ws: Workspace) -> None:
+        d = self.desc
+        x, t, w, lse, g, tw, dx, st = self._views(args)
+        k = self._knobs
+        prob = d.target == "prob"
+        xs = _row_stride(x) if x is not None else 0
+        ds = _row_stride(dx)
+        ps = _row_stride(t) if prob else 0
+        checks = [(dx.ptr, ds)]
+        if x is not None:
+            checks.append((x.ptr, xs))
+        if prob:
+            checks.append((t.ptr, ps))
+        if w is not None and d.mode in ("smooth", "prob"):
+            checks.append((w.ptr, 0))
+        if not (d.c % k["vec"] == 0 and _aligned(k["vec"], checks)):
+            k = self._generic
+        flags = ((spec.HAS_W if w is not None else 0) | (spec.HAS_STATUS if st is not None else 0)
+                 | (spec.G_ROW if d.reduction == "none" else 0)
+                 | (spec.G_MEAN if d.reduction == "mean" else 0))
+        ts = 2 if (not prob and t.dtype == int64) else 1
+        kern = self._kernel(spec.CROSS_ENTROPY_BW, k, dx.device)
+        grid = ((d.n + k["rows"] - 1) // k["rows"], 1, 1)
+        kern.launch(grid, (_p(x), 0 if prob else t.ptr, _p(w), t.ptr if prob else 0, _p(lse),
+                           g.ptr, _p(tw), dx.ptr, _p(st), d.n, d.c, xs, ps, ds, ts,
+                           int(d.ignore_index), float(d.label_smoothing), flags), stream)
+
+
+class CrossEntropyBackwardPlan(_LossBackward):
+    """dlogits = g·(B·softmax(x) − a) with the forward's saved lse (module docstring of
+    :mod:`baracuda_dsl.ops.losses.kernels.cross_entropy_bw`): x read once, dx written once; no workspace."""
+
+    _desc_type = CrossEntropyBackwardDescriptor
+    _op = "cross_entropy_bw"
+
+
+class NLLLossBackwardPlan(_LossBackward):
+    """NLL backward: dx = −w[t]·g at the target class, 0 elsewhere (every element of dx is
+    written); no workspace."""
+
+    _desc_type = NLLLossBackwardDescriptor
+    _op = "nll_loss_bw"
+    _nll = True
+
+
+__all__ = [
+    "CrossEntropyDescriptor", "CrossEntropyArgs", "CrossEntropyPlan",
+    "CrossEntropyBackwardDescriptor", "CrossEntropyBackwardArgs", "CrossEntropyBackwardPlan",
+    "NLLLossDescriptor", "NLLLossArgs", "NLLLossPlan",
+    "NLLLossBackwardDescriptor", "NLLLossBackwardArgs", "NLLLossBackwardPlan",
+]
+

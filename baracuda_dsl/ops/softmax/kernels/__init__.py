@@ -1,0 +1,1 @@
+"""CuTe DSL kernels of the softmax family; imported only by the compiler worker processes."""
