@@ -24,20 +24,53 @@ from .tensor import TensorView, as_view
 from .vocabulary import ArchSku, KernelSku, PlanPreference, Workspace
 
 
-class Plan:
-    """Base class: subclasses implement ``_validate`` (classmethod, descriptor checks),
-    ``_choose`` (pick SKU + kernel config), ``_check_args`` and ``_launch``."""
+_SELECT = object()
 
-    def __init__(self, desc, pref: PlanPreference, sku: KernelSku):
+
+class Plan:
+    """Base class of every plan: one ``select`` and one ``run`` for all of them.
+
+    A family plan sets :attr:`descriptor` (the Descriptor type it takes) and implements
+
+    - ``_plan()``: validate ``self.desc`` for ``self._arch`` and pick the kernel(s): set
+      ``self._sku`` (and whatever the launch needs); raise typed errors, never launch;
+    - ``_bind(args)``: check the Args (shapes, dtypes, devices, alignment, sizes) and return
+      what ``_launch`` needs (usually the tensor views);
+    - ``_launch(bound, stream, workspace)``: enqueue the kernel(s);
+    - optionally ``workspace_size()``, ``is_empty()`` and ``_plan_type(desc)`` (a classmethod
+      returning the plan class that serves ``desc``, when one public plan hands some problems
+      to another class, as ``ReducePlan`` does for var / std).
+    """
+
+    #: the Descriptor type :meth:`select` accepts
+    descriptor: type = object
+
+    def __init__(self, desc, pref: PlanPreference, sku=_SELECT):
         self.desc = desc
         self.pref = pref
-        self._sku = sku
+        if sku is _SELECT:      # (a third argument: the older per-plan select styles)
+            self._arch = plan_arch(pref)
+            sku = None
+        self._sku: Optional[KernelSku] = sku
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
     def select(cls, desc, pref: Optional[PlanPreference] = None) -> "Plan":
         """Validate ``desc`` and pick a kernel SKU for the preference's arch (default: the
         current device's arch; ``PlanPreference(arch=...)`` selects without a GPU)."""
+        pref = resolve_pref(pref)
+        if not isinstance(desc, cls.descriptor):
+            raise InvalidProblemError(f"{cls.__name__} needs a {cls.descriptor.__name__}, got "
+                                      f"{type(desc).__name__}")
+        plan = cls._plan_type(desc)(desc, pref)
+        plan._plan()
+        return plan
+
+    @classmethod
+    def _plan_type(cls, desc) -> type:
+        return cls
+
+    def _plan(self) -> None:
         raise NotImplementedError
 
     def workspace_size(self) -> int:
@@ -46,19 +79,25 @@ class Plan:
 
     def can_implement(self, args) -> None:
         """Raise a typed error if ``args`` do not fit this plan; return None otherwise."""
-        raise NotImplementedError
+        self._bind(args)
 
     def run(self, args, stream=None, workspace=None) -> None:
-        """Check ``args`` and the workspace, then enqueue the kernel(s) on ``stream``."""
-        self.can_implement(args)
+        """Check ``args`` and the workspace, then enqueue the kernel(s) on ``stream``; empty
+        problems return after the checks without launching."""
+        bound = self._bind(args)
         ws = self.check_workspace(workspace)
         if self.is_empty():
             return
-        self._launch(args, stream_handle(stream), ws)
+        self._launch(bound, stream_handle(stream), ws)
 
     def check_workspace(self, workspace) -> Workspace:
         """The caller's workspace as a Workspace; WorkspaceTooSmallError if below workspace_size()."""
-        ws = Workspace.none() if workspace is None else Workspace.from_buffer(workspace)
+        if workspace is None:
+            need = self.workspace_size()
+            if need:
+                raise WorkspaceTooSmallError(need, 0)
+            return _NO_WORKSPACE
+        ws = Workspace.from_buffer(workspace)
         need = self.workspace_size()
         if ws.nbytes < need:
             raise WorkspaceTooSmallError(need, ws.nbytes)
@@ -75,24 +114,34 @@ class Plan:
         """True when the problem has no elements (``run`` returns without launching)."""
         return False
 
-    def _launch(self, args, stream: int, ws: Workspace) -> None:
+    def _bind(self, args):
+        if type(self).can_implement is not Plan.can_implement:   # older plans: checks only
+            self.can_implement(args)
+            return args
         raise NotImplementedError
 
-    def _kernel(self, template, knobs: dict, ordinal: int):
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
+        raise NotImplementedError
+
+    def _kernel(self, template, knobs, ordinal: int):
         """The loaded kernel for (template, knobs) on device ``ordinal`` for ``self._arch``,
         memoised on the plan so the hot path skips knob freezing and the global table.  ``knobs``
-        must be a dict the plan keeps (an attribute): the memo is keyed by its identity."""
+        must be an object the plan keeps (an attribute): the memo is keyed by its identity."""
         memo = self.__dict__.setdefault("_kernels", {})
         key = (template.name, id(knobs), ordinal)
         lk = memo.get(key)
         if lk is None:
             from .jit import freeze_knobs, kernel as jit_kernel
 
-            lk = memo[key] = jit_kernel(template, freeze_knobs(knobs), ordinal, self._arch)
-        return lk
+            lk = memo[key] = (knobs, jit_kernel(template, freeze_knobs(knobs), ordinal,
+                                                self._arch))
+        return lk[1]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.desc}, sku={self._sku})"
+
+
+_NO_WORKSPACE = Workspace.none()
 
 
 # ---------------------------------------------------------------------------------- helpers

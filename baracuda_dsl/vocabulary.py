@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 from .dtypes import DType
-from .errors import UnsupportedError
+from .errors import InvalidProblemError, UnsupportedError
 
 
 class ArchSku(str, enum.Enum):
@@ -133,13 +133,41 @@ class KernelSku:
 @dataclass(frozen=True)
 class PlanPreference:
     """What the caller allows a plan to pick: a workspace budget (None = unbounded), whether
-    Hopper-only (sm90a) kernels may be used, a preferred backend, and an arch override (compile /
-    select for that arch instead of the current device's)."""
+    Hopper-only (sm90a) kernels may be used, a preferred backend, an arch override (compile /
+    select for that arch instead of the current device's), and tuning overrides.
+
+    ``tuning`` holds frozen per-family tuning records (``SoftmaxTuning``, ``GemmTuning``, ...:
+    each family's heuristics as data — cluster ladders, forced tiles or split counts); a plan
+    reads its family's with :meth:`tuning_for` and falls back to the record's defaults.  One
+    record or a tuple of them; at most one per type."""
 
     max_workspace_bytes: Optional[int] = None
     allow_sm90a: bool = True
     prefer_backend: Optional[BackendKind] = None
     arch: Optional[ArchSku] = None
+    tuning: Tuple[object, ...] = ()
+
+    def __post_init__(self):
+        t = self.tuning
+        if not isinstance(t, tuple):
+            t = (t,)
+        kinds = [type(x) for x in t]
+        if len(set(kinds)) != len(kinds):
+            raise InvalidProblemError("PlanPreference.tuning: at most one record per tuning type")
+        for x in t:
+            try:
+                hash(x)
+            except TypeError:
+                raise InvalidProblemError(f"PlanPreference.tuning: {type(x).__name__} is not a "
+                                          f"frozen (hashable) record") from None
+        object.__setattr__(self, "tuning", t)
+
+    def tuning_for(self, kind: type):
+        """The ``kind`` tuning record given in :attr:`tuning`, else ``kind()`` (the defaults)."""
+        for x in self.tuning:
+            if type(x) is kind:
+                return x
+        return kind()
 
 
 @dataclass(frozen=True)
