@@ -7,7 +7,7 @@ default, an int handle, a cuda.core / torch / cupy stream) and time between two 
 
 from __future__ import annotations
 
-from .memory import _as_core_stream
+from .memory import as_core_stream
 from .device import current_device_ordinal
 
 
@@ -15,7 +15,7 @@ def record(stream=None, timing: bool = False):
     """A ``cuda.core.Event`` recorded on ``stream`` (with timing enabled when asked)."""
     from cuda.core import EventOptions
 
-    s = _as_core_stream(stream, current_device_ordinal())
+    s = as_core_stream(stream, current_device_ordinal())
     return s.record(options=EventOptions(timing_enabled=bool(timing)))
 
 

@@ -25,11 +25,11 @@ def allocate(nbytes: int, stream=None, ordinal: int | None = None):
     """A device ``cuda.core.Buffer`` of at least ``nbytes`` (>= 1) bytes, ordered on ``stream``."""
     ordinal = current_device_ordinal() if ordinal is None else ordinal
     mr = memory_resource(ordinal)
-    s = _as_core_stream(stream, ordinal)
+    s = as_core_stream(stream, ordinal)
     return mr.allocate(max(int(nbytes), 1), stream=s)
 
 
-def _as_core_stream(stream, ordinal):
+def as_core_stream(stream, ordinal):
     from cuda.core import Stream
 
     if isinstance(stream, Stream):

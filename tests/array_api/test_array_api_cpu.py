@@ -200,7 +200,7 @@ def fake_device(monkeypatch):
 
     def clear():
         mf._repeat_plan.cache_clear()
-        rp._strided_copy_plan.cache_clear()
+        rp.strided_copy_plan.cache_clear()
         lp._contiguize_plan.cache_clear()
         lp._copy_kernel_for.cache_clear()
         lp._LAUNCH_MEMO.clear()

@@ -219,7 +219,7 @@ def test_in_place_hazards():
 
 # --------------------------------------------------------------------------- scalars
 def test_scalar_encoding_rounds_to_the_operand_dtype():
-    sc = ew._Scalars()
+    sc = ew.ScalarOperands()
     ew.encode_scalar(0.1, bd.bfloat16, 1, sc)
     assert sc.mask == 2 and sc.f[1] == 0.10009765625
     ew.encode_scalar(0.1, bd.float16, 2, sc)
@@ -229,9 +229,9 @@ def test_scalar_encoding_rounds_to_the_operand_dtype():
     ew.encode_scalar(1 + 2j, bd.complex64, 3, sc)
     assert (sc.f[3], sc.g[3]) == (1.0, 2.0) and sc.mask == 0b1111
     with pytest.raises(OverflowError):
-        ew.encode_scalar(300, bd.int8, 0, ew._Scalars())
+        ew.encode_scalar(300, bd.int8, 0, ew.ScalarOperands())
     with pytest.raises(InvalidProblemError):
-        ew.encode_scalar(1.5, bd.int32, 0, ew._Scalars())
+        ew.encode_scalar(1.5, bd.int32, 0, ew.ScalarOperands())
     assert math.isnan(ew.round_to(float("nan"), bd.bfloat16))
     assert ew.round_to(3.14159, bd.bfloat16) == 3.140625
 

@@ -39,6 +39,7 @@ from ...errors import InvalidProblemError, UnsupportedError
 from ...jit import freeze_knobs
 from ...plan import (Plan, check_writable_no_overlap, collapse_dims, plan_arch, prod, resolve_pref,
                      view_arg)
+from ...runtime.memory import as_core_stream
 from ...runtime.stream import stream_handle
 from ...tensor import MAX_RANK, TensorView, check_shape, contiguous_strides
 from .specs import elementwise as spec
@@ -141,7 +142,7 @@ class ElementwiseArgs:
     outputs: Sequence
 
 
-class _Scalars:
+class ScalarOperands:
     """Kernel parameters of the scalar operands: smask, f[4], g[4], i[4]."""
 
     __slots__ = ("mask", "f", "g", "i")
@@ -150,7 +151,7 @@ class _Scalars:
         self.mask, self.f, self.g, self.i = 0, [0.0] * 4, [0.0] * 4, [0] * 4
 
 
-def encode_scalar(value, dt: DType, k: int, sc: _Scalars) -> None:
+def encode_scalar(value, dt: DType, k: int, sc: ScalarOperands) -> None:
     """Store Python scalar ``value`` as operand ``k`` of dtype ``dt`` (rounded to ``dt`` first, so
     the kernel sees exactly the value an array of ``dt`` would hold)."""
     sc.mask |= 1 << k
@@ -328,7 +329,7 @@ class ElementwisePlan(Plan):
             geo = self._geo[key] = self._layout(ins, outs)
         path, tail, in_str = geo
         if any(type(x) is not TensorView for x in ins):
-            sc = _Scalars()
+            sc = ScalarOperands()
             for k, x in enumerate(ins):
                 if type(x) is not TensorView:
                     encode_scalar(x, self._in_dts[k], k, sc)
@@ -412,7 +413,7 @@ class ElementwisePlan(Plan):
                 copy_plan(shape, o.dtype, self._arch)._launch_views([t], [o], dev, stream)
         finally:
             for b in bufs:
-                b.close(stream=_core_stream(stream, dev))
+                b.close(stream=as_core_stream(stream, dev))
 
 
 _FLAT_DIMS = (1,) * 8 + (0,) * 56
@@ -440,12 +441,6 @@ def _pack_dims(collapsed, in_str, nout: int):
     for st in outs + ins:
         strides += ([0] * (8 - len(st)) + list(st)) if st else [0] * 8
     return ext + tuple(strides)
-
-
-def _core_stream(handle: int, dev: int):
-    from ...runtime.memory import _as_core_stream
-
-    return _as_core_stream(handle, dev)
 
 
 @functools.lru_cache(maxsize=512)

@@ -231,9 +231,9 @@ class ElementwiseBackwardPlan(Plan):
             for t, g in reduce:
                 _sum_to_shape(t, g, s, self._arch, bufs)
         finally:
-            from ...runtime.memory import _as_core_stream
+            from ...runtime.memory import as_core_stream
 
-            cs = _as_core_stream(s, dev)
+            cs = as_core_stream(s, dev)
             for b in bufs:
                 b.close(stream=cs)
 

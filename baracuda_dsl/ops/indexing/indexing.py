@@ -600,10 +600,10 @@ class ScatterAxisBackwardPlan(Plan):
 
 # =========================================================================== MaskedFill
 def _encode_value(value, dt: DType, what: str):
-    from ..elementwise.elementwise import _Scalars, encode_scalar
+    from ..elementwise.elementwise import ScalarOperands, encode_scalar
 
     try:
-        encode_scalar(value, dt, 0, _Scalars())
+        encode_scalar(value, dt, 0, ScalarOperands())
     except (OverflowError, TypeError, ValueError) as e:
         raise InvalidProblemError(f"{what}: value {value!r} is not representable as "
                                   f"{dt.name}: {e}") from None

@@ -402,10 +402,10 @@ class _LossBase(Plan):
     @staticmethod
     def _release(bufs, stream: int, dev: int) -> None:
         if bufs:
-            from ..elementwise.elementwise import _core_stream
+            from ...runtime.memory import as_core_stream
 
             for b in bufs:
-                b.close(stream=_core_stream(stream, dev))
+                b.close(stream=as_core_stream(stream, dev))
 
     def _operand_ptrs(self, ins, w, pw, stream, dev, bufs):
         adj = self.desc.operand_shapes()

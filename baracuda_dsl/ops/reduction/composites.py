@@ -34,7 +34,7 @@ STAT_OPS = ("norm2", "logsumexp", "var", "std")
 
 
 
-class _Composite(Plan):
+class CompositePlan(Plan):
     """Shared helpers: workspace slices, cached elementwise plans, keepdims views."""
 
     def _slot(self, name: str, nbytes: int) -> None:
@@ -88,7 +88,7 @@ class _Composite(Plan):
         return x, o, ws, stream_handle(stream)
 
 
-class StatReducePlan(_Composite):
+class StatReducePlan(CompositePlan):
     """norm2 / logsumexp / var / std over axes (see the module doc); returned by
     ``ReducePlan.select`` for those ops."""
 
@@ -195,7 +195,7 @@ class BoolReduceDescriptor:
         return int64 if self.op == "count_nonzero" else bool_dt
 
 
-class BoolReducePlan(_Composite):
+class BoolReducePlan(CompositePlan):
     """all / any (bool out; True / False for an empty reduction) of ``x != 0``."""
 
     _ops = ("all", "any")

@@ -22,7 +22,7 @@ from ...errors import InvalidProblemError, UnsupportedError
 from ...plan import check_dtype, plan_arch, prod, resolve_pref, view_arg
 from ...tensor import check_shape, contiguous_strides
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
-from .composites import _Composite
+from .composites import CompositePlan
 from .reductions import ReduceArgs, ReduceDescriptor, ReducePlan, norm_axes
 
 BW_OPS = ("sum", "mean", "max", "min", "logsumexp", "norm2", "var", "std")
@@ -68,7 +68,7 @@ class ReduceBackwardArgs:
     y: object = None
 
 
-class ReduceBackwardPlan(_Composite):
+class ReduceBackwardPlan(CompositePlan):
     """dx of a reduction (see the module doc)."""
 
     @classmethod

@@ -56,7 +56,7 @@ from ...plan import check_dtype, check_select, collapse_dims, plan_arch, prod, v
 from ...tensor import TensorView, check_shape
 from .specs import segment as spec
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
-from ..reduction.composites import _Composite
+from ..reduction.composites import CompositePlan
 
 _DTYPES = tuple(as_dtype(s) for s in spec.DTYPES)
 _FLOATS = tuple(as_dtype(s) for s in spec.FLOAT_DTYPES)
@@ -134,7 +134,7 @@ def status_view(obj, device):
     return s
 
 
-class _SegBase(_Composite):
+class _SegBase(CompositePlan):
     """Shared launch helpers (keys, sort, offsets, reduce, backward gather)."""
 
     def _setup(self, pref):

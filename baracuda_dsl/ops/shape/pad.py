@@ -45,7 +45,7 @@ from ...tensor import TensorView, check_shape, contiguous_strides
 from .specs import pad_bw2d as bw2d
 from .specs import remap as spec
 from ...vocabulary import BackendKind, KernelSku, OpCategory
-from .repeat import _bw_precision, _copy_precision, dense_grad_views
+from .repeat import sum_precision, copy_precision, dense_grad_views
 
 __all__ = [
     "PAD_MODES", "PadDescriptor", "PadArgs", "PadPlan", "PadBackwardArgs", "PadBackwardPlan",
@@ -311,7 +311,7 @@ class _RemapPlan(ViewsPlan):
         self._n = prod(self._out_shape)
         geo = self._primary()
         self._sku = KernelSku(OpCategory.SHAPE, op, desc_dtype, self._arch, BackendKind.CUTE_DSL,
-                              _copy_precision(desc_dtype), template=self._template.name,
+                              copy_precision(desc_dtype), template=self._template.name,
                               knobs=freeze_knobs(geo.knobs))
         return self
 
@@ -486,14 +486,14 @@ class PadBackwardPlan(ViewsPlan):
             from .specs import repeat as rspec
 
             plan._sku = KernelSku(OpCategory.SHAPE, "pad_backward", desc.dtype, plan._arch,
-                                  BackendKind.CUTE_DSL, _copy_precision(desc.dtype),
+                                  BackendKind.CUTE_DSL, copy_precision(desc.dtype),
                                   template=rspec.STRIDED_COPY.name)
         else:
             tmpl, knobs = spec.PAD_BW.name, plan._knobs
             if plan._fast:
                 tmpl, knobs = bw2d.PAD_BW2D.name, dict(dtype=desc.dtype.short, mode=desc.mode)
             plan._sku = KernelSku(OpCategory.SHAPE, "pad_backward", desc.dtype, plan._arch,
-                                  BackendKind.CUTE_DSL, _bw_precision(desc.dtype),
+                                  BackendKind.CUTE_DSL, sum_precision(desc.dtype),
                                   aux_element=float64 if desc.dtype == float64 else float32,
                                   template=tmpl, knobs=freeze_knobs(knobs))
         return plan

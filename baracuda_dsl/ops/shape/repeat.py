@@ -156,7 +156,8 @@ def strided_copy_geometry(shape, src_strides, dst_strides, isz: int, src_mod: in
     return _CopyGeometry(dict(itemsize=width, rank=rank, wide=wide), dims, n, width)
 
 
-def _copy_precision(dt: DType) -> PrecisionGuarantee:
+def copy_precision(dt: DType) -> PrecisionGuarantee:
+    """Precision contract of a pure copy: exact, deterministic, in the element type."""
     return PrecisionGuarantee(math_precision=dt, accumulator=dt, bit_stable_on_same_hardware=True,
                               deterministic=True)
 
@@ -229,7 +230,7 @@ class RepeatPlan(_CopyPlanBase):
         plan._n = prod(plan._out_shape)
         geo = plan._primary(shape, reps, desc.dtype)
         plan._sku = KernelSku(OpCategory.SHAPE, "repeat", desc.dtype, arch, BackendKind.CUTE_DSL,
-                              _copy_precision(desc.dtype), template=spec.STRIDED_COPY.name,
+                              copy_precision(desc.dtype), template=spec.STRIDED_COPY.name,
                               knobs=freeze_knobs(geo.knobs))
         return plan
 
@@ -275,7 +276,7 @@ class StridedCopyPlan(_CopyPlanBase):
         plan._reps, plan._n = (1,) * len(shape), prod(shape)
         geo = plan._primary(shape, plan._reps, desc.dtype)
         plan._sku = KernelSku(OpCategory.SHAPE, "strided_copy", desc.dtype, arch,
-                              BackendKind.CUTE_DSL, _copy_precision(desc.dtype),
+                              BackendKind.CUTE_DSL, copy_precision(desc.dtype),
                               template=spec.STRIDED_COPY.name, knobs=freeze_knobs(geo.knobs))
         return plan
 
@@ -292,12 +293,13 @@ def strided_copy(src, dst, stream=None) -> None:
     from ...tensor import as_view
 
     s = as_view(src)
-    plan = _strided_copy_plan(tuple(s.shape), s.dtype)
+    plan = strided_copy_plan(tuple(s.shape), s.dtype)
     plan.run(StridedCopyArgs(s, dst), stream=stream)
 
 
 @functools.lru_cache(maxsize=256)
-def _strided_copy_plan(shape, dt) -> StridedCopyPlan:
+def strided_copy_plan(shape, dt) -> StridedCopyPlan:
+    """The (cached) StridedCopyPlan for ``shape`` and dtype ``dt`` on the current device."""
     return StridedCopyPlan.select(StridedCopyDescriptor(shape, dt))
 
 
@@ -360,7 +362,9 @@ def dense_grad_views(desc, args, dy_shape):
     return dy, dx
 
 
-def _bw_precision(dt: DType) -> PrecisionGuarantee:
+def sum_precision(dt: DType) -> PrecisionGuarantee:
+    """Precision contract of a fixed-order sum (repeat / pad backward): f32 accumulation (f64
+    for f64), deterministic and bit-stable."""
     ct = float64 if dt == float64 else float32
     return PrecisionGuarantee(math_precision=ct, accumulator=ct, bit_stable_on_same_hardware=True,
                               deterministic=True)
@@ -383,7 +387,7 @@ class RepeatBackwardPlan(ViewsPlan):
         rank, _ = _bw_geometry(shape, reps, contiguous_strides(plan._dy_shape))
         knobs = dict(dtype=desc.dtype.short, rank=rank)
         plan._sku = KernelSku(OpCategory.SHAPE, "repeat_backward", desc.dtype, arch,
-                              BackendKind.CUTE_DSL, _bw_precision(desc.dtype),
+                              BackendKind.CUTE_DSL, sum_precision(desc.dtype),
                               aux_element=float64 if desc.dtype == float64 else float32,
                               template=spec.REPEAT_BW.name, knobs=freeze_knobs(knobs))
         return plan

@@ -138,10 +138,10 @@ class SearchsortedPlan(Plan):
 
     def _dense(self, v: TensorView, ptr: int, stream: int):
         """Copy ``v`` into the dense buffer at ``ptr``; returns a (row, col) stride form."""
-        from ..shape.repeat import StridedCopyArgs, _strided_copy_plan
+        from ..shape.repeat import StridedCopyArgs, strided_copy_plan
 
         dst = TensorView(ptr, tuple(v.shape), contiguous_strides(v.shape), v.dtype, v.device)
-        _strided_copy_plan(tuple(v.shape), v.dtype).run(StridedCopyArgs(v, dst), stream=stream)
+        strided_copy_plan(tuple(v.shape), v.dtype).run(StridedCopyArgs(v, dst), stream=stream)
         return self._b[-1], 1
 
     def run(self, args, stream=None, workspace=None) -> None:
