@@ -9,9 +9,10 @@
   warm-up, one synchronize at the end.  On a tiny problem this is the pure host cost of the path.
 * :func:`gbs`, :func:`rel_err`, :func:`md_table` — GB/s, ‖out − ref‖/‖ref‖ (NaN-aware) and a
   Markdown table writer.
-* :func:`case_rows`, :func:`group_rows`, :func:`save_json`, :func:`cli_main` — the ``run()`` /
-  ``main()`` plumbing the per-family bench scripts share (rows under :func:`safe`, the JSON
-  file, the ``--quick`` / ``--out`` command line).
+* :class:`Section`, :func:`case_rows`, :func:`group_rows`, :func:`save_json`, :func:`cli_main` —
+  the ``run()`` / ``main()`` plumbing the per-family benchmark modules share (one results table
+  per section, rows under :func:`safe`, the JSON file, the ``--quick`` / ``--out`` /
+  ``--sections`` command line).
 
 Importable without a GPU (torch is imported lazily), so ``--help`` works anywhere.
 """
@@ -25,7 +26,7 @@ import os
 import statistics
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, NamedTuple, Optional, Sequence
 
 L2_BYTES = 50 * 2**20  # H100 L2
 
@@ -48,6 +49,18 @@ class Timing:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+class Section(NamedTuple):
+    """One results table of a family's benchmark module: ``key`` names it in run_all's
+    bench.json (and on ``--sections``), ``title`` heads it in the RESULTS.md fragment,
+    ``run(out_dir, quick, log)`` measures it (writing its own JSON file into ``out_dir``) and
+    ``markdown(result)`` renders the table."""
+
+    key: str
+    title: str
+    run: Callable
+    markdown: Callable
 
 
 def n_sets(nbytes: int, lo: int = 1, hi: int = 8) -> int:
@@ -264,6 +277,24 @@ def speed_table(res: dict, check: Callable) -> str:
                      "vs torch", "check"), body) + "\n"
 
 
+def ms_line(r: dict) -> str:
+    """The log line of a row of :func:`ms_table`: case, ms, torch ms, ok."""
+    return f"{r['case']}: {r['ms']:.3f} ms (torch {r['torch_ms']:.3f}) ok={r['ok']}"
+
+
+def ms_table(res: dict) -> str:
+    """The Markdown table of ``res["rows"]`` (case, elements ``n``, ours ms, torch ms, speed-up
+    over torch, ok / FAIL); a row with ``error`` shows dashes and the error."""
+    out = []
+    for r in res["rows"]:
+        if "error" in r:
+            out.append((r["case"], "—", "—", "—", "—", r["error"]))
+            continue
+        out.append((r["case"], f"{r['n']:,}", fmt(r["ms"], ".3f"), fmt(r["torch_ms"], ".3f"),
+                    fmt(r["torch_ms"] / r["ms"]), "ok" if r["ok"] else "FAIL"))
+    return md_table(("case", "elements", "ours ms", "torch ms", "vs torch", "check"), out) + "\n"
+
+
 def save_json(res: dict, out_dir: Optional[str], name: str) -> dict:
     """Write ``res`` to ``out_dir/name`` (indented JSON; nothing without ``out_dir``); returns
     ``res``."""
@@ -274,12 +305,23 @@ def save_json(res: dict, out_dir: Optional[str], name: str) -> dict:
     return res
 
 
-def cli_main(doc: str, run: Callable, markdown: Callable, argv=None) -> None:
-    """The command line of a bench script: ``--quick``, ``--out DIR``; needs CUDA; prints
-    ``markdown(run(out, quick))``.  ``doc``'s first line is the description."""
+def cli_main(doc: str, sections: Sequence[Section], argv=None) -> None:
+    """The command line of a family's benchmark module: ``--quick``, ``--out DIR``,
+    ``--sections KEY,...`` (default all, in order); needs CUDA; prints
+    ``markdown(run(out, quick))`` of each chosen section.  ``doc``'s first line is the
+    description."""
+    keys = [s.key for s in sections]
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out")
+    ap.add_argument("--sections", default=",".join(keys),
+                    help="comma-separated subset of " + ",".join(keys))
     a = ap.parse_args(argv)
+    chosen = [k for k in a.sections.split(",") if k]
+    unknown = sorted(set(chosen) - set(keys))
+    if unknown:
+        ap.error(f"unknown section(s) {','.join(unknown)}; choose from {','.join(keys)}")
     check_cuda()
-    print(markdown(run(a.out, a.quick)))
+    for s in sections:
+        if s.key in chosen:
+            print(s.markdown(s.run(a.out, a.quick)))

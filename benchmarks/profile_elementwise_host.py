@@ -1,6 +1,6 @@
 """Developer tool: where the host time of one small elementwise op goes (GPU host).
 Times each layer of ``xp.add(x, y)`` on 16-element arrays, then prints a cProfile of the whole
-call.  Usage: ``python3 benchmarks/profile_elementwise_host.py``."""
+call.  Usage (from the repo root): ``python3 -m benchmarks.profile_elementwise_host``."""
 
 import cProfile
 import pstats

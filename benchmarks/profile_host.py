@@ -1,5 +1,5 @@
 """Developer tool: where the host time of one small ``plan.run`` goes (cProfile, GPU host).
-Usage: ``python3 benchmarks/profile_host.py``."""
+Usage (from the repo root): ``python3 -m benchmarks.profile_host``."""
 
 import cProfile
 import pstats

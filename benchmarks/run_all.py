@@ -1,60 +1,63 @@
 """Run every benchmark in one process on the GPU host and write the results.
 
-    source .gpu/host-env.sh && python3 benchmarks/run_all.py --out $OUT [--quick]
+    source .gpu/host-env.sh && python3 -m benchmarks.run_all --out $OUT [--quick]
+                                                     [--families a,b,...] [--skip-launch]
 
-Order: torch/CUDA warm-up, the device-to-device copy ceiling (1 GiB, read + write), the
-normalisation benchmarks (bench_norms.py), the elementwise benchmarks (bench_elementwise.py), the
-launch-path study (bench_launch.py; design (b) needs benchmarks/aot/build/libbench_aot.so, built on
-the DSL machine by benchmarks/aot/build_aot.py), the reduction / scan / sort / counting / layout / pad /
-indexing / segment / GEMM (``gemm``: bf16 / f16; ``gemm_lowp``: tf32, int8, fp8) families
-(``--families``; bench_<family>.py), then the
-copy ceiling again (drift check).  Writes ``DIR/bench.json``
-(everything) and ``DIR/RESULTS.md`` (a fragment to paste into benchmarks/RESULTS.md), and prints a
-compact table last.  Budget: under 4 minutes on the H100 (``--quick``: about 1 minute).
+(from the repo root; the benchmarks are a package, so run them as modules).  Order: torch/CUDA
+warm-up, the device-to-device copy ceiling (1 GiB, read + write), the normalisation benchmarks
+(benchmarks/normalization.py), the elementwise benchmarks (benchmarks/elementwise.py), the
+launch-path study (benchmarks/launch.py; design (b) needs benchmarks/aot/build/libbench_aot.so,
+built on the DSL machine by benchmarks/aot/build_aot.py), the other families in the order of
+:data:`LATER` (benchmarks/<family>.py, each module's ``SECTIONS``: one results table per
+section; gemm's ``gemm`` is bf16 / f16, ``gemm_lowp`` tf32, int8, fp8), then the copy ceiling
+again (drift check).  ``--families`` picks families by their names in baracuda_dsl/ops (default
+all).  Writes ``DIR/bench.json`` (everything, one key per section) and ``DIR/RESULTS.md`` (a
+fragment to paste into benchmarks/RESULTS.md), and prints a compact table last.  Budget: under 4
+minutes on the H100 (``--quick``: about 1 minute).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
 import json
 import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+from . import elementwise, launch, normalization
+from . import harness as H
 
-import harness as H  # noqa: E402
+#: the families after the launch study, in run order; each benchmarks/<family>.py has
+#: ``SECTIONS`` (harness.Section: bench.json key, RESULTS.md title, run, markdown)
+LATER = ("softmax", "reduction", "scan", "sorting", "histogram", "shape", "indexing", "segment",
+         "random", "gemm", "losses")
+#: every family run_all knows (``--families``): normalization and elementwise run first, with the
+#: run's copy ceiling, and their tables head the RESULTS.md fragment
+FAMILIES = ("normalization", "elementwise") + LATER
 
 
-# families of issue 4 onwards: (name, module, section title); each module has
-# run(out_dir, quick, log) -> rows (list or dict with "rows") and markdown(that)
-EXTRA = [("softmax", "bench_softmax", "Softmax"), ("reductions", "bench_reductions", "Reductions"), ("scan", "bench_scan", "Scans"),
-         ("sort", "bench_sort", "Sorting and top-k"),
-         ("counting", "bench_counting", "Counting and sets"),
-         ("layout", "bench_layout", "Permute, concat, flip"),
-         ("pad", "bench_pad", "Pad, roll, triangle"),
-         ("indexing", "bench_indexing", "Gather, index_select, scatter"),
-         ("segment", "bench_segment", "Embedding and segment reductions"),
-         ("random", "bench_random", "Random numbers and dropout"),
-         ("gemm", "bench_gemm", "GEMM (bf16 / f16 vs cuBLAS)"),
-         ("gemm_lowp", "bench_gemm_lowp", "GEMM: tf32, int8, fp8 (vs torch.matmul, _int_mm, "
-                                           "_scaled_mm)"),
-         ("losses", "bench_losses", "Cross-entropy and fused linear CE")]
+def _sections(families) -> list:
+    """The harness.Section of each chosen family of :data:`LATER`, in run order."""
+    out = []
+    for fam in LATER:
+        if fam in families:
+            out += importlib.import_module(f".{fam}", __package__).SECTIONS
+    return out
 
 
 def _extra_md(res: dict) -> list:
     out = []
-    for fam, modname, title in EXTRA:
-        r = res.get(fam)
+    for sec in _sections(LATER):
+        r = res.get(sec.key)
         if r is None:
             continue
-        out += [f"### {title}", ""]
+        out += [f"### {sec.title}", ""]
         if isinstance(r, dict) and r.get("error"):
             out += [f"(failed: {r['error']})", ""]
             continue
-        out += [__import__(modname).markdown(r), ""]
+        out += [sec.markdown(r), ""]
     return out
 
 
@@ -69,10 +72,6 @@ def _warmup():
 
 
 def results_md(res: dict, cmd: str) -> str:
-    import bench_elementwise
-    import bench_launch
-    import bench_norms
-
     info = res["device"]
     cp0, cp1 = res["copy"], res.get("copy_after") or {}
     lines = [
@@ -96,14 +95,14 @@ def results_md(res: dict, cmd: str) -> str:
         "",
         "### Normalisation",
         "",
-        bench_norms.markdown(res["norms"]),
+        normalization.markdown(res["norms"]),
         "### Elementwise",
         "",
-        bench_elementwise.markdown(res["elementwise"]) if res["elementwise"]["rows"] else
+        elementwise.markdown(res["elementwise"]) if res["elementwise"]["rows"] else
         "(not run)",
         "### Launch path",
         "",
-        bench_launch.markdown(res["launch"]) if res["launch"].get("rows") else "(not run)",
+        launch.markdown(res["launch"]) if res["launch"].get("rows") else "(not run)",
         "",
         *_extra_md(res),
     ]
@@ -134,17 +133,16 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="one shape per family (~1 minute)")
     ap.add_argument("--aot-lib", default=None,
                     help="AOT shim for design (b) (default benchmarks/aot/build/libbench_aot.so)")
-    ap.add_argument("--skip-norms", action="store_true", help="no normalisation benchmarks")
     ap.add_argument("--skip-launch", action="store_true", help="no launch-path study")
-    ap.add_argument("--skip-elementwise", action="store_true", help="no elementwise benchmarks")
-    ap.add_argument("--families", default=",".join(f for f, _, _ in EXTRA),
-                    help="comma-separated extra families to run (default all: "
-                         + ",".join(f for f, _, _ in EXTRA) + "; '' for none)")
+    ap.add_argument("--families", default=",".join(FAMILIES),
+                    help="comma-separated families to run (default all: " + ",".join(FAMILIES)
+                         + "; '' for none)")
     ns = ap.parse_args(argv)
-
-    import bench_elementwise
-    import bench_launch
-    import bench_norms
+    families = [f for f in ns.families.split(",") if f]
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        ap.error(f"unknown famil{'y' if len(unknown) == 1 else 'ies'} {','.join(unknown)}; "
+                 f"choose from {','.join(FAMILIES)}")
 
     t0 = time.perf_counter()
     os.makedirs(ns.out, exist_ok=True)
@@ -155,29 +153,24 @@ def main(argv=None) -> int:
     # a low ceiling would inflate every '/ copy' fraction)
     res["copy"] = max(H.copy_bandwidth(), H.copy_bandwidth(), key=lambda c: c["gbs"])
     print(f"[{time.perf_counter() - t0:5.1f}s] copy ceiling {res['copy']['gbs']:.0f} GB/s", flush=True)
-    if ns.skip_norms:
-        res["norms"] = dict(rows=[], host=[])
-    else:
-        res["norms"] = bench_norms.run(res["copy"]["gbs"], ns.quick,
-                                       log=lambda s: print(f"[{time.perf_counter() - t0:5.1f}s] {s}",
-                                                           flush=True))
+
     def log(s):
         print(f"[{time.perf_counter() - t0:5.1f}s] {s}", flush=True)
 
-    res["elementwise"] = (dict(rows=[], host=[]) if ns.skip_elementwise else
-                          bench_elementwise.run(res["copy"]["gbs"], ns.quick, log=log))
+    res["norms"] = (normalization.run(res["copy"]["gbs"], ns.quick, log=log)
+                    if "normalization" in families else dict(rows=[], host=[]))
+    res["elementwise"] = (elementwise.run(res["copy"]["gbs"], ns.quick, log=log)
+                          if "elementwise" in families else dict(rows=[], host=[]))
     res["launch"] = (dict(rows=[]) if ns.skip_launch else
-                     bench_launch.run(ns.aot_lib or bench_launch.DEFAULT_AOT, log=log))
-    for fam, modname, _title in EXTRA:
-        if fam in ns.families.split(","):
-            mod = __import__(modname)
-            out, err = H.safe(mod.run, ns.out, ns.quick, log)
-            res[fam] = dict(rows=[], error=err) if err else out
-            if err:
-                log(f"{fam}: {err}")
+                     launch.run(ns.aot_lib or launch.DEFAULT_AOT, log=log))
+    for sec in _sections(families):
+        out, err = H.safe(sec.run, ns.out, ns.quick, log)
+        res[sec.key] = dict(rows=[], error=err) if err else out
+        if err:
+            log(f"{sec.key}: {err}")
     res["copy_after"] = H.copy_bandwidth()
     res["wall_s"] = time.perf_counter() - t0
-    cmd = "python3 benchmarks/run_all.py --out $OUT" + (" --quick" if ns.quick else "")
+    cmd = "python3 -m benchmarks.run_all --out $OUT" + (" --quick" if ns.quick else "")
     md = results_md(res, cmd)
     with open(os.path.join(ns.out, "bench.json"), "w") as f:
         json.dump(res, f, indent=1, default=str)

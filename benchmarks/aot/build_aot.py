@@ -11,7 +11,7 @@ load/unload) and ``bench_aot.o`` (x86-64 host launch shim with the cubin embedde
 object, ``shim.c`` (ctypes-facing entry points), the DSL's ``libcuda_dialect_runtime_static.a``
 and the CUDA toolkit's ``libcudart_static.a`` into ``build/libbench_aot.so``, whose only run-time
 dependencies are libc/libdl/libpthread/librt (cudart_static dlopens ``libcuda.so.1``).  The GPU
-host loads it with ctypes (benchmarks/bench_launch.py); ``build/bench_aot.json`` records the knobs,
+host loads it with ctypes (benchmarks/launch.py); ``build/bench_aot.json`` records the knobs,
 the ABI and the name of the packed-argument entry.
 
 The export needs the host function's ``stream`` parameter annotated as ``cuda.CUstream`` (the C
@@ -40,7 +40,7 @@ PREFIX = "bench_aot"
 
 
 def sku_knobs():
-    """The knobs RMSNormPlan picks for (1, 256) f32 on sm90a (bench_launch.py times the same SKU)."""
+    """The knobs RMSNormPlan picks for (1, 256) f32 on sm90a (launch.py times the same SKU)."""
     from baracuda_dsl.dtypes import float32
     from baracuda_dsl.ops.normalization.row_norm import _primary_knobs
     from baracuda_dsl.vocabulary import ArchSku

@@ -1,6 +1,7 @@
 """Random-number and dropout benchmarks on the GPU host: RandomPlan (Philox4x32-10) and
-DropoutPlan / DropoutBackwardPlan against torch in the same run.  Usage (GPU host):
-``python3 benchmarks/bench_random.py [--quick] [--out DIR]``; run_all.py calls ``run(quick)``.
+DropoutPlan / DropoutBackwardPlan against torch in the same run.  Usage (GPU host, from
+the repo root): ``python3 -m benchmarks.random [--quick] [--out DIR]``; run_all calls
+``run(out_dir, quick, log)`` (section ``random``).
 
 Cases (2^28 elements; 2^26 with ``--quick``; bytes = what the kernel must move):
 
@@ -19,12 +20,7 @@ fraction ≈ 1 − p and y = x·keep/(1−p) on the kept elements, BW equal to F
 
 from __future__ import annotations
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness as H  # noqa: E402
+from . import harness as H
 
 N = 2 ** 28
 N_QUICK = 2 ** 26
@@ -127,8 +123,11 @@ def markdown(res) -> str:
     return H.speed_table(res, lambda r: ("ok" if r["ok"] else "FAIL") + f" {r['err']:.0e}")
 
 
-def main():
-    H.cli_main(__doc__, run, markdown)
+SECTIONS = (H.Section("random", "Random numbers and dropout", run, markdown),)
+
+
+def main(argv=None):
+    H.cli_main(__doc__, SECTIONS, argv)
 
 
 if __name__ == "__main__":

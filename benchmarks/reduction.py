@@ -1,6 +1,6 @@
 """Reduction benchmarks on the GPU host: ``ReducePlan`` / ``ArgReducePlan`` against torch in the
-same run.  Usage (GPU host): ``python3 benchmarks/bench_reductions.py [--quick] [--out DIR]``;
-run_all.py calls ``run(out_dir, quick, log)``.
+same run.  Usage (GPU host, from the repo root): ``python3 -m benchmarks.reduction [--quick]
+[--out DIR]``; run_all calls ``run(out_dir, quick, log)`` (section ``reductions``).
 
 Cases (bytes = the input read once + the output written):
 
@@ -19,12 +19,7 @@ indices for argmax).  "/ copy" divides model bytes / time by the copy ceiling of
 
 from __future__ import annotations
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness as H  # noqa: E402
+from . import harness as H
 
 TOL = {"float32": 1e-5, "bfloat16": 1e-2}
 CASES = [("full sum", (2 ** 28,), None, "sum", "float32"),
@@ -104,8 +99,11 @@ def markdown(res) -> str:
     return H.speed_table(res, lambda r: ("ok" if r["ok"] else "FAIL") + f" {r['err']:.0e}")
 
 
-def main():
-    H.cli_main(__doc__, run, markdown)
+SECTIONS = (H.Section("reductions", "Reductions", run, markdown),)
+
+
+def main(argv=None):
+    H.cli_main(__doc__, SECTIONS, argv)
 
 
 if __name__ == "__main__":

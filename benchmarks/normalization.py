@@ -1,6 +1,7 @@
 """Normalisation benchmarks on the GPU host: baracuda-dsl Plans vs torch eager, same run, same
-copy ceiling.  Usage (GPU host): ``python3 benchmarks/bench_norms.py [--quick] [--out DIR]``
-(``run_all.py`` runs this together with the launch study).
+copy ceiling.  Usage (GPU host, from the repo root): ``python3 -m benchmarks.normalization
+[--quick] [--out DIR]`` (``benchmarks.run_all`` runs this with the run's copy ceiling:
+``run(copy_gbs, quick, log)``).
 
 Cases: RMSNorm / LayerNorm forward and backward on (M, N) = 32768×4096 and 8192×32768 in bf16 and
 f32, forward also 2048×131072 bf16; GroupNorm / BatchNorm forward on NCHW (32, 256, 64, 64) in bf16
@@ -20,10 +21,8 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness as H  # noqa: E402
-from harness import n_sets, time_ms  # noqa: E402,F401  (re-exported for sweep_row_norm.py)
+from . import harness as H
+from .harness import n_sets
 
 EPS = 1e-6
 TOL = {"bfloat16": 1e-2, "float16": 5e-3, "float32": 1e-4, "float64": 1e-10}

@@ -1,6 +1,7 @@
-"""Counting and set benchmarks on the GPU host: BincountPlan / HistogramPlan and the namespace's
-``unique_*`` against torch in the same run.  Usage (GPU host):
-``python3 benchmarks/bench_counting.py [--quick] [--out DIR]``; run_all.py calls ``run(quick)``.
+"""Histogram-family benchmarks on the GPU host: BincountPlan / HistogramPlan against torch in the
+same run.  Usage (GPU host, from the repo root):
+``python3 -m benchmarks.histogram [--quick] [--out DIR]``; run_all calls ``run(out_dir, quick,
+log)`` (section ``histogram``).  The sets (``unique_*``) are in benchmarks/sorting.py.
 
 Cases (bytes = the values read once, plus the weights when weighted; outputs are tiny):
 
@@ -8,8 +9,6 @@ Cases (bytes = the values read once, plus the weights when weighted; outputs are
 bincount               2^26 int32 values in [0, 1000) (shared-memory bins) and in [0, 2^20)
                        (global atomics); unweighted, vs torch.bincount(x, minlength=bins)
 histc                  2^26 float32, 100 uniform bins over [-3, 3], vs torch.histc
-unique                 xp.unique_all on 2^24 int32 in [0, 2^20) vs torch.unique(sorted=True,
-                       return_inverse=True, return_counts=True) (ours also returns indices)
 =====================  ======================================================================
 
 Every result is checked exactly against torch before timing.  "vs torch" = torch time / ours.
@@ -17,15 +16,9 @@ Every result is checked exactly against torch before timing.  "vs torch" = torch
 
 from __future__ import annotations
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness as H  # noqa: E402
+from . import harness as H
 
 N = 2 ** 26
-N_UNIQUE = 2 ** 24
 
 
 def _bincount_rows(torch, quick):
@@ -64,45 +57,19 @@ def _histc_row(torch):
                 gbs=H.gbs(4 * N, t.median), ok=ok)
 
 
-def _unique_row(torch):
-    import array_api as xp
-
-    t_x = torch.randint(0, 2 ** 20, (N_UNIQUE,), device="cuda", dtype=torch.int32)
-    x = xp.from_dlpack(t_x)
-    r = xp.unique_all(x)
-    v, inv, cnt = torch.unique(t_x, sorted=True, return_inverse=True, return_counts=True)
-    ok = (torch.equal(torch.from_dlpack(r.values), v)
-          and torch.equal(torch.from_dlpack(r.counts), cnt)
-          and torch.equal(torch.from_dlpack(r.inverse_indices), inv))
-    t = H.bench(lambda: xp.unique_all(x), reps=10, batch=2)
-    tt = H.bench(lambda: torch.unique(t_x, sorted=True, return_inverse=True,
-                                      return_counts=True), reps=10, batch=2)
-    return dict(case="unique_all int32 (2^20 distinct)", n=N_UNIQUE, ms=t.median,
-                torch_ms=tt.median, gbs=H.gbs(4 * N_UNIQUE, t.median), ok=ok)
-
-
 def run(out_dir=None, quick: bool = False, log=print) -> dict:
+    """Bincount (``quick``: the shared-memory case only) and histc rows, each under harness.safe."""
     torch = H._torch()
-    rows = H.group_rows("counting", (lambda: _bincount_rows(torch, quick),
-                                     lambda: [_histc_row(torch)], lambda: [_unique_row(torch)]),
-                        lambda r: f"{r['case']}: {r['ms']:.3f} ms (torch {r['torch_ms']:.3f}) "
-                                  f"ok={r['ok']}", log)
-    return H.save_json(dict(rows=rows), out_dir, "bench_counting.json")
+    rows = H.group_rows("histogram", (lambda: _bincount_rows(torch, quick),
+                                      lambda: [_histc_row(torch)]), H.ms_line, log)
+    return H.save_json(dict(rows=rows), out_dir, "bench_histogram.json")
 
 
-def markdown(res: dict) -> str:
-    out = []
-    for r in res["rows"]:
-        if "error" in r:
-            out.append((r["case"], "—", "—", "—", "—", r["error"]))
-            continue
-        out.append((r["case"], f"{r['n']:,}", H.fmt(r["ms"], ".3f"), H.fmt(r["torch_ms"], ".3f"),
-                    H.fmt(r["torch_ms"] / r["ms"]), "ok" if r["ok"] else "FAIL"))
-    return H.md_table(("case", "elements", "ours ms", "torch ms", "vs torch", "check"), out) + "\n"
+SECTIONS = (H.Section("histogram", "Bincount and histogram", run, H.ms_table),)
 
 
-def main():
-    H.cli_main(__doc__, run, markdown)
+def main(argv=None):
+    H.cli_main(__doc__, SECTIONS, argv)
 
 
 if __name__ == "__main__":

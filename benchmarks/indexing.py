@@ -1,7 +1,7 @@
 """Indexing benchmarks on the GPU host: ``IndexSelectPlan`` (embedding lookup, index_select along
 axis 0 / 1), ``GatherAxisPlan`` and ``ScatterAddPlan`` against torch in the same run.  Usage
-(GPU host): ``python3 benchmarks/bench_indexing.py [--quick] [--out DIR]``; run_all.py calls
-``run(out_dir, quick, log)``.
+(GPU host, from the repo root): ``python3 -m benchmarks.indexing [--quick] [--out DIR]``; run_all
+calls ``run(out_dir, quick, log)`` (section ``indexing``).
 
 Cases (model bytes = what must move at least once):
 
@@ -20,12 +20,7 @@ the same run; "vs torch" = torch time / ours (> 1: ours faster).
 
 from __future__ import annotations
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness as H  # noqa: E402
+from . import harness as H
 
 CASES = ("embedding", "index_select ax 0", "index_select ax 1", "gather last axis",
          "scatter_add")
@@ -129,8 +124,11 @@ def markdown(res) -> str:
                          + (f" {r['err']:.0e}" if r["err"] else ""))
 
 
+SECTIONS = (H.Section("indexing", "Gather, index_select, scatter", run, markdown),)
+
+
 def main(argv=None):
-    H.cli_main(__doc__, run, markdown, argv)
+    H.cli_main(__doc__, SECTIONS, argv)
 
 
 if __name__ == "__main__":

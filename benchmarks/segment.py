@@ -1,6 +1,7 @@
 """Segment-family benchmarks on the GPU host: embedding backward, unsorted segment_sum and
-embedding_bag against torch in the same run.  Usage (GPU host):
-``python3 benchmarks/bench_segment.py [--quick] [--out DIR]``; run_all.py calls ``run(quick)``.
+embedding_bag against torch in the same run.  Usage (GPU host, from
+the repo root): ``python3 -m benchmarks.segment [--quick] [--out DIR]``; run_all calls
+``run(out_dir, quick, log)`` (section ``segment``).
 
 =====================  ======================================================================
 embedding bw           dweight (131072 × 4096 bf16, dense) from dy (16384 × 4096 bf16) and
@@ -19,12 +20,7 @@ ours; "of copy" = our GB/s / the device-to-device copy GB/s measured in the same
 
 from __future__ import annotations
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness as H  # noqa: E402
+from . import harness as H
 
 
 def _ws(torch, plan):
@@ -144,8 +140,11 @@ def markdown(res: dict) -> str:
                        out) + f"\ncopy: {res['copy_gbs']:.0f} GB/s\n")
 
 
+SECTIONS = (H.Section("segment", "Embedding and segment reductions", run, markdown),)
+
+
 def main(argv=None):
-    H.cli_main(__doc__, run, markdown, argv)
+    H.cli_main(__doc__, SECTIONS, argv)
 
 
 if __name__ == "__main__":

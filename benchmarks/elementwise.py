@@ -1,7 +1,7 @@
 """Elementwise benchmarks on the GPU host: baracuda-dsl ``ElementwisePlan`` vs torch eager, same
-run, same copy ceiling.  Usage (GPU host):
-``python3 benchmarks/bench_elementwise.py [--quick] [--out DIR]`` (``run_all.py`` can run it with
-the other benchmarks: ``bench_elementwise.run(copy_gbs, quick, log)``).
+run, same copy ceiling.  Usage (GPU host, from the repo root):
+``python3 -m benchmarks.elementwise [--quick] [--out DIR]`` (``benchmarks.run_all`` runs it with
+the run's copy ceiling: ``run(copy_gbs, quick, log)``).
 
 Bandwidth cases (bytes = every operand read once + the output written):
 
@@ -34,10 +34,8 @@ import os
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness as H  # noqa: E402
-from harness import n_sets  # noqa: E402
+from . import harness as H
+from .harness import n_sets
 
 N_BIG = 2 ** 28
 BCAST = (65536, 4096)

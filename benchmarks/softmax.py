@@ -1,7 +1,7 @@
 """Softmax benchmarks on the GPU host: SoftmaxPlan / SoftmaxBackwardPlan against torch eager,
 torch.compile and quack (when importable) in the same run, as fractions of this run's copy
-ceiling.  Usage (GPU host): ``python3 benchmarks/bench_softmax.py [--quick] [--out DIR]``;
-run_all.py calls ``run(out_dir, quick, log)``.
+ceiling.  Usage (GPU host, from the repo root): ``python3 -m benchmarks.softmax [--quick]
+[--out DIR]``; run_all calls ``run(out_dir, quick, log)`` (section ``softmax``).
 
 Cases (rows × row length, as /work/shared/reference/ANCHORS.md): softmax FW and BW at
 32768×4096, 8192×32768, 2048×131072 (bf16), 32768×4096 (f32) and one 256K-wide row case
@@ -13,12 +13,7 @@ with NaN first); rows over tolerance are marked FAIL.
 
 from __future__ import annotations
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness as H  # noqa: E402
+from . import harness as H
 
 TOL = {"bfloat16": 1e-2, "float16": 3e-3, "float32": 1e-4, "float64": 1e-10}
 CASES = [(32768, 4096, "bfloat16"), (8192, 32768, "bfloat16"), (2048, 131072, "bfloat16"),
@@ -180,8 +175,11 @@ def markdown(res: dict) -> str:
                               "check"), body) + "\n"
 
 
-def main():
-    H.cli_main(__doc__, run, markdown)
+SECTIONS = (H.Section("softmax", "Softmax", run, markdown),)
+
+
+def main(argv=None):
+    H.cli_main(__doc__, SECTIONS, argv)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Cross-entropy benchmarks on the GPU host: CrossEntropyPlan FW / BW vs torch eager,
 torch.compile and quack (if ``import quack`` works), same run, same copy ceiling; and the fused
 linear + cross-entropy (time and peak memory) vs unfused (our GEMM + our CE, and torch).
-Usage (GPU host): ``python3 benchmarks/bench_losses.py [--quick] [--out DIR]``.
+Usage (GPU host, from the repo root): ``python3 -m benchmarks.losses [--quick] [--out DIR]``;
+run_all calls ``run(out_dir, quick, log)`` (section ``losses``).
 
 Bytes counted: forward logits read once + targets + per-row losses (reduction none, so every
 path writes the same output; the mean adds one tiny fixed-order pass); backward logits + dlogits
@@ -10,12 +11,7 @@ path writes the same output; the mean adds one tiny fixed-order pass); backward 
 
 from __future__ import annotations
 
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness as H  # noqa: E402
+from . import harness as H
 
 CASES = [(32768, 4096, "bfloat16"), (8192, 32768, "bfloat16"), (32768, 4096, "float32"),
          (8192, 32768, "float32"), (2048, 131072, "bfloat16"), (1024, 262144, "bfloat16")]
@@ -159,8 +155,8 @@ def _row(case, M, N, dt, nbytes, t_ours, t_torch, t_comp, t_q, copy_gbs, err, sk
 
 def _lce_rows(torch, quick):
     """Fused linear CE FW+BW vs unfused (our GEMM + our CE, torch) : time and peak memory."""
-    lce = __import__("baracuda_dsl.ops.losses.linear_cross_entropy", fromlist=["x"])
     from baracuda_dsl.ops.gemm import gemm as G
+    from baracuda_dsl.ops.losses import linear_cross_entropy as lce
 
     ce = _ce()
     F = torch.nn.functional
@@ -273,8 +269,11 @@ def markdown(res: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def main():
-    H.cli_main(__doc__, run, markdown)
+SECTIONS = (H.Section("losses", "Cross-entropy and fused linear CE", run, markdown),)
+
+
+def main(argv=None):
+    H.cli_main(__doc__, SECTIONS, argv)
 
 
 if __name__ == "__main__":

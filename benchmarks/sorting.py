@@ -1,29 +1,33 @@
-"""Sorting benchmarks on the GPU host: baracuda-dsl SortPlan / ArgsortPlan / TopkPlan vs
-torch.sort / torch.argsort / torch.topk and cupy.sort / cupy.argsort, same run.
-Usage (GPU host): ``python3 benchmarks/bench_sort.py [--quick] [--out DIR]``.
+"""Sorting-family benchmarks on the GPU host: baracuda-dsl SortPlan / ArgsortPlan / TopkPlan /
+KthvaluePlan vs torch.sort / torch.argsort / torch.topk / torch.kthvalue and cupy.sort /
+cupy.argsort, and the namespace's ``unique_all`` vs torch.unique, same run.
+Usage (GPU host, from the repo root):
+``python3 -m benchmarks.sorting [--quick] [--out DIR] [--sections sort,unique]``; run_all calls
+``run`` (section ``sort``) and ``run_unique`` (section ``unique``) with ``(out_dir, quick, log)``.
 
-Cases: f32 keys, one row of 2^24, 2^26, 2^28 keys (the radix path) and 4096 rows × 4096 (the
+Sort cases: f32 keys, one row of 2^24, 2^26, 2^28 keys (the radix path) and 4096 rows × 4096 (the
 small-row bitonic path); sort = values + int64 indices, argsort = indices only; top-k (k = 64
 of 4096 × 4096, k = 1024 of 2^24).  Reported: ms (median), keys/s (Gkeys/s) and ours / theirs
 speed ratio (> 1 means faster).  Every timed output is checked once against torch (values
 exact; argsort equal to torch's stable argsort).
+
+Unique case: xp.unique_all on 2^24 int32 in [0, 2^20) vs torch.unique(sorted=True,
+return_inverse=True, return_counts=True) (ours also returns indices); checked exactly against
+torch before timing; "vs torch" = torch time / ours.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness as H  # noqa: E402
+from . import harness as H
 
 SIZES = [(1, 2**24), (1, 2**26), (1, 2**28), (4096, 4096)]
 QUICK = [(1, 2**24), (4096, 4096)]
 TOPK = [(4096, 4096, 64), (1, 2**24, 1024)]
 KTH = [(4096, 4096, 2048)]
+N_UNIQUE = 2 ** 24
 
 
 def _cupy():
@@ -192,15 +196,37 @@ def markdown(rows) -> str:
     return H.md_table(head, body)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="baracuda-dsl sorting benchmarks vs torch / cupy")
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--quick", action="store_true")
-    ns = ap.parse_args(argv)
-    rows = run(ns.out, ns.quick)
-    print(markdown(rows))
-    return 0
+def _unique_row(torch):
+    import array_api as xp
+
+    t_x = torch.randint(0, 2 ** 20, (N_UNIQUE,), device="cuda", dtype=torch.int32)
+    x = xp.from_dlpack(t_x)
+    r = xp.unique_all(x)
+    v, inv, cnt = torch.unique(t_x, sorted=True, return_inverse=True, return_counts=True)
+    ok = (torch.equal(torch.from_dlpack(r.values), v)
+          and torch.equal(torch.from_dlpack(r.counts), cnt)
+          and torch.equal(torch.from_dlpack(r.inverse_indices), inv))
+    t = H.bench(lambda: xp.unique_all(x), reps=10, batch=2)
+    tt = H.bench(lambda: torch.unique(t_x, sorted=True, return_inverse=True,
+                                      return_counts=True), reps=10, batch=2)
+    return dict(case="unique_all int32 (2^20 distinct)", n=N_UNIQUE, ms=t.median,
+                torch_ms=tt.median, gbs=H.gbs(4 * N_UNIQUE, t.median), ok=ok)
+
+
+def run_unique(out_dir=None, quick: bool = False, log=print) -> dict:
+    """The unique_all row (the same case with ``quick``), under harness.safe."""
+    torch = H._torch()
+    rows = H.group_rows("unique", (lambda: [_unique_row(torch)],), H.ms_line, log)
+    return H.save_json(dict(rows=rows), out_dir, "bench_unique.json")
+
+
+SECTIONS = (H.Section("sort", "Sorting and top-k", run, markdown),
+            H.Section("unique", "Sets (unique)", run_unique, H.ms_table))
+
+
+def main(argv=None):
+    H.cli_main(__doc__, SECTIONS, argv)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -1,5 +1,6 @@
 """Scan benchmarks on the GPU host: baracuda-dsl ScanPlan vs torch.cumsum, same run, same copy
-ceiling.  Usage (GPU host): ``python3 benchmarks/bench_scan.py [--quick] [--out DIR]``.
+ceiling.  Usage (GPU host, from the repo root): ``python3 -m benchmarks.scan [--quick]
+[--out DIR]``; run_all calls ``run(out_dir, quick, log)`` (section ``scan``).
 
 Cases: cumsum along the last axis of 32768×4096 in f32 and bf16 (one CTA per row, vectorised),
 a 1-D cumsum of 2^28 f32 (one row split over ~1024 CTAs, reduce-then-scan: 1.5 passes), a column
@@ -12,14 +13,10 @@ Reported: ms, GB/s, fraction of the measured copy bandwidth, speed-up over torch
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness as H  # noqa: E402
+from . import harness as H
 
 TOL = {"bfloat16": 2e-2, "float32": 1e-4}
 CASES = [  # (label, shape, axis, op, dtype)
@@ -138,15 +135,12 @@ def markdown(rows) -> str:
     return H.md_table(hdr, body) + "\n"
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="baracuda-dsl scan benchmarks vs torch.cumsum")
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--quick", action="store_true")
-    ns = ap.parse_args(argv)
-    rows = run(ns.out, ns.quick)
-    print(markdown(rows))
-    return 0
+SECTIONS = (H.Section("scan", "Scans", run, markdown),)
+
+
+def main(argv=None):
+    H.cli_main(__doc__, SECTIONS, argv)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -14,8 +14,8 @@ through every way this project could launch it, plus torch references, in one ru
 (b3) the same shim called in a C loop (no Python): the floor of design (b)
 torch.add on 1024 floats and torch rms_norm on 1×256 as references.
 
-Every path's output is checked once against torch (poisoned first).  Usage (GPU host):
-``python3 benchmarks/bench_launch.py [--aot-lib benchmarks/aot/build/libbench_aot.so]``.
+Every path's output is checked once against torch (poisoned first).  Usage (GPU host, from the
+repo root): ``python3 -m benchmarks.launch [--aot-lib benchmarks/aot/build/libbench_aot.so]``.
 """
 
 from __future__ import annotations
@@ -26,9 +26,7 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness as H  # noqa: E402
+from . import harness as H
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_AOT = os.path.join(HERE, "aot", "build", "libbench_aot.so")
@@ -44,7 +42,7 @@ def _values(x, y):
     vals = [x.data_ptr(), y.data_ptr(), 0, 0, 0, 0, M, N, 1, 1, N, N, N, N, N, N, EPS, 0,
             1, 0, 1]  # hw, cpg, G: row affine
     if len(vals) != len(spec.ROW_NORM_FW.params):
-        raise RuntimeError(f"bench_launch: {len(vals)} values for a {len(spec.ROW_NORM_FW.params)}"
+        raise RuntimeError(f"benchmarks.launch: {len(vals)} values for a {len(spec.ROW_NORM_FW.params)}"
                            f"-parameter kernel ABI; update _values")
     return vals
 
