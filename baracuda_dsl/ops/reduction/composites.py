@@ -24,18 +24,21 @@ from typing import Tuple
 from ...dtypes import (ALL_DTYPES, DType, bool_ as bool_dt, dtype as as_dtype, float32, float64,
                        int64)
 from ...errors import InvalidProblemError
-from ...plan import Plan, align_up, check_dtype, plan_arch, prod, resolve_pref, view_arg
+from ...plan import Plan, align_up, check_dtype, norm_axes, prod, view_arg
 from ...tensor import TensorView, check_shape, contiguous_strides
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 from ..elementwise.elementwise import ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan
-from .reductions import ReduceArgs, ReduceDescriptor, ReducePlan, norm_axes, reduce_views
-
-STAT_OPS = ("norm2", "logsumexp", "var", "std")
-
+from .axis_reduce import STAT_OPS, AxisReducePlan, ReduceArgs, ReduceDescriptor, reduce_views
 
 
 class CompositePlan(Plan):
-    """Shared helpers: workspace slices, cached elementwise plans, keepdims views."""
+    """Base of plans composed of other plans' launches (here and in other families): workspace
+    slots (``_slot`` / ``_tmp``, ``workspace_size()`` = ``self._ws``, the sub-plans' scratch
+    past them by ``_sub_ws``), cached elementwise plans (``_ew``), keepdims views (``_keep``).
+    Its defaults serve a reduction problem (``desc.out_shape``; Args ``x`` → dense ``out``):
+    plans over other descriptors set ``descriptor`` and override ``_bind`` / ``is_empty``."""
+
+    descriptor = ReduceDescriptor
 
     def _slot(self, name: str, nbytes: int) -> None:
         lay = self.__dict__.setdefault("_lay", {})
@@ -71,58 +74,44 @@ class CompositePlan(Plan):
     def is_empty(self) -> bool:
         return prod(self.desc.out_shape) == 0
 
-    def _views(self, args):
+    def _bind(self, args):
         return reduce_views(self.desc, args.x, args.out, "out", self.desc.out_dtype)
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def _begin(self, args, stream, workspace):
-        """(x, out, workspace, raw stream) after every check, or None for an empty problem."""
-        from ...runtime.stream import stream_handle
-
-        x, o = self._views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
-            return None
-        return x, o, ws, stream_handle(stream)
+    def _composite_sku(self, op: str, math: DType, acc: DType) -> KernelSku:
+        """The SKU a composite reduction reports: ``op`` over the input dtype, template
+        ``composite``, the given math / accumulator precision."""
+        return KernelSku(OpCategory.REDUCTION, op, self.desc.dtype, self._arch,
+                         BackendKind.CUTE_DSL,
+                         PrecisionGuarantee(math_precision=math, accumulator=acc),
+                         template="composite")
 
 
 class StatReducePlan(CompositePlan):
-    """norm2 / logsumexp / var / std over axes (see the module doc); returned by
-    ``ReducePlan.select`` for those ops."""
+    """norm2 / logsumexp / var / std over axes (see the module doc); what ``ReducePlan.select``
+    returns for those ops."""
 
-    @classmethod
-    def select(cls, desc: ReduceDescriptor, pref=None) -> "StatReducePlan":
-        pref = resolve_pref(pref)
-        arch = plan_arch(pref)
-        plan = cls(desc, pref, None)
-        plan._arch = arch
+    def _plan(self) -> None:
+        desc = self.desc
+        if desc.op not in STAT_OPS:
+            raise InvalidProblemError(f"StatReducePlan: op {desc.op!r} is not one of "
+                                      f"{', '.join(STAT_OPS)} (ReducePlan serves it)")
         dt = desc.dtype
         ct = float64 if dt is float64 else float32
-        plan._ct, plan._n = ct, prod(desc.shape)
-        plan._N = prod(desc.shape[a] for a in desc.axes)
+        self._ct, self._n = ct, prod(desc.shape)
+        self._N = prod(desc.shape[a] for a in desc.axes)
         nk = prod(desc.out_shape)
-        plan._slot("t", plan._n * ct.itemsize)       # x in the compute type, then the terms
-        plan._slot("k", nk * ct.itemsize)            # kept-shape mean / max / sum
-        plan._slot("k2", nk * ct.itemsize)
-        red = {}
+        self._slot("t", self._n * ct.itemsize)       # x in the compute type, then the terms
+        self._slot("k", nk * ct.itemsize)            # kept-shape mean / max / sum
+        self._slot("k2", nk * ct.itemsize)
         ops = (("sum", "mean") if desc.op in ("var", "std") else
-               ("sum", "max") if desc.op == "logsumexp" and plan._N else ("sum",))
-        for op in ops:
-            red[op] = ReducePlan.select(ReduceDescriptor(desc.shape, desc.axes, op, ct), pref)
-        plan._red = red
-        plan._ws = plan._off + max(r.workspace_size() for r in red.values())
-        pg = PrecisionGuarantee(math_precision=ct, accumulator=ct)
-        plan._sku = KernelSku(OpCategory.REDUCTION, desc.op, dt, arch, BackendKind.CUTE_DSL, pg,
-                              template="composite")
-        return plan
+               ("sum", "max") if desc.op == "logsumexp" and self._N else ("sum",))
+        self._red = {op: AxisReducePlan.select(ReduceDescriptor(desc.shape, desc.axes, op, ct),
+                                               self.pref) for op in ops}
+        self._ws = self._off + max(r.workspace_size() for r in self._red.values())
+        self._sku = self._composite_sku(desc.op, ct, ct)
 
-    def run(self, args, stream=None, workspace=None) -> None:
-        b = self._begin(args, stream, workspace)
-        if b is None:
-            return
-        x, o, ws, st = b
+    def _launch(self, bound, st: int, ws: Workspace) -> None:
+        x, o = bound
         d, ct, dev = self.desc, self._ct, x.device
         sub = self._sub_ws(ws)
         shape, axes = d.shape, d.axes
@@ -198,34 +187,25 @@ class BoolReduceDescriptor:
 class BoolReducePlan(CompositePlan):
     """all / any (bool out; True / False for an empty reduction) of ``x != 0``."""
 
+    descriptor = BoolReduceDescriptor
     _ops = ("all", "any")
 
-    @classmethod
-    def select(cls, desc: BoolReduceDescriptor, pref=None):
-        pref = resolve_pref(pref)
-        if not isinstance(desc, BoolReduceDescriptor) or desc.op not in cls._ops:
-            raise InvalidProblemError(f"{cls.__name__} takes a BoolReduceDescriptor with op in "
-                                      f"{cls._ops}")
-        arch = plan_arch(pref)
-        plan = cls(desc, pref, None)
-        plan._arch = arch
-        plan._n = prod(desc.shape)
-        plan._N = prod(desc.shape[a] for a in desc.axes)
+    def _plan(self) -> None:
+        desc = self.desc
+        if desc.op not in self._ops:
+            raise InvalidProblemError(f"{type(self).__name__} takes a BoolReduceDescriptor with "
+                                      f"op in {self._ops}")
+        self._n = prod(desc.shape)
+        self._N = prod(desc.shape[a] for a in desc.axes)
         kop = {"all": "min", "any": "max", "count_nonzero": "sum"}[desc.op]
-        plan._slot("mask", plan._n)
-        plan._red = None if plan._N == 0 else ReducePlan.select(
-            ReduceDescriptor(desc.shape, desc.axes, kop, bool_dt), pref)
-        plan._ws = plan._off + (0 if plan._red is None else plan._red.workspace_size())
-        pg = PrecisionGuarantee(math_precision=desc.out_dtype, accumulator=desc.out_dtype)
-        plan._sku = KernelSku(OpCategory.REDUCTION, desc.op, desc.dtype, arch,
-                              BackendKind.CUTE_DSL, pg, template="composite")
-        return plan
+        self._slot("mask", self._n)
+        self._red = None if self._N == 0 else AxisReducePlan.select(
+            ReduceDescriptor(desc.shape, desc.axes, kop, bool_dt), self.pref)
+        self._ws = self._off + (0 if self._red is None else self._red.workspace_size())
+        self._sku = self._composite_sku(desc.op, desc.out_dtype, desc.out_dtype)
 
-    def run(self, args, stream=None, workspace=None) -> None:
-        b = self._begin(args, stream, workspace)
-        if b is None:
-            return
-        x, o, ws, st = b
+    def _launch(self, bound, st: int, ws: Workspace) -> None:
+        x, o = bound
         d = self.desc
         if self._red is None:  # empty reduction: the identity
             v = {"all": True, "any": False, "count_nonzero": 0}[d.op]
@@ -268,24 +248,23 @@ class TraceDescriptor:
 
 
 class TracePlan(Plan):
-    """Batched trace: a strided diagonal view (stride s[-2] + s[-1]) summed by ReducePlan."""
+    """Batched trace: a strided diagonal view (stride s[-2] + s[-1]) summed by the axis
+    reduction (its SKU, workspace and checks)."""
 
-    @classmethod
-    def select(cls, desc: TraceDescriptor, pref=None) -> "TracePlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, TraceDescriptor):
-            raise InvalidProblemError(f"TracePlan needs a TraceDescriptor, got "
-                                      f"{type(desc).__name__}")
-        plan = cls(desc, pref, None)
-        dshape = desc.shape[:-2] + (desc.diag_len,)
-        plan._dshape = dshape
-        plan._red = ReducePlan.select(ReduceDescriptor(dshape, (len(dshape) - 1,), "sum",
-                                                       desc.dtype), pref)
-        plan._sku = plan._red.sku()
-        return plan
+    descriptor = TraceDescriptor
+
+    def _plan(self) -> None:
+        desc = self.desc
+        self._dshape = dshape = desc.shape[:-2] + (desc.diag_len,)
+        self._red = AxisReducePlan.select(ReduceDescriptor(dshape, (len(dshape) - 1,), "sum",
+                                                           desc.dtype), self.pref)
+        self._sku = self._red.sku()
 
     def workspace_size(self) -> int:
         return self._red.workspace_size()
+
+    def is_empty(self) -> bool:
+        return self._red.is_empty()
 
     @property
     def out_shape(self) -> Tuple[int, ...]:
@@ -304,8 +283,8 @@ class TracePlan(Plan):
         return TensorView._trusted(x.ptr + start, self._dshape, tuple(x.strides[:-2]) + (sr + sc,),
                                    x.dtype, x.device, None)
 
-    def can_implement(self, args) -> None:
-        self._red.can_implement(ReduceArgs(self._diag(args), args.out))
+    def _bind(self, args):
+        return self._red._bind(ReduceArgs(self._diag(args), args.out))
 
-    def run(self, args, stream=None, workspace=None) -> None:
-        self._red.run(ReduceArgs(self._diag(args), args.out), stream, workspace)
+    def _launch(self, bound, st: int, ws: Workspace) -> None:
+        self._red._launch(bound, st, ws)

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from ...dtypes import DType, FP4, bool_ as bool_dt, dtype as as_dtype, int64
-from ...errors import InvalidProblemError, UnsupportedError
-from ...plan import check_dtype, plan_arch, prod, resolve_pref, view_arg
+from ...errors import UnsupportedError
+from ...plan import check_dtype, norm_axes, prod, view_arg
 from ...tensor import check_shape, contiguous_strides
-from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from ...vocabulary import Workspace
+from .axis_reduce import AxisReducePlan, ReduceArgs, ReduceDescriptor
 from .composites import CompositePlan
-from .reductions import ReduceArgs, ReduceDescriptor, ReducePlan, norm_axes
 
 BW_OPS = ("sum", "mean", "max", "min", "logsumexp", "norm2", "var", "std")
 
@@ -71,44 +71,38 @@ class ReduceBackwardArgs:
 class ReduceBackwardPlan(CompositePlan):
     """dx of a reduction (see the module doc)."""
 
-    @classmethod
-    def select(cls, desc: ReduceBackwardDescriptor, pref=None) -> "ReduceBackwardPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, ReduceBackwardDescriptor):
-            raise InvalidProblemError(f"ReduceBackwardPlan needs a ReduceBackwardDescriptor, got "
-                                      f"{type(desc).__name__}")
-        arch = plan_arch(pref)
-        plan = cls(desc, pref, None)
-        plan._arch = arch
-        plan._n = prod(desc.shape)
-        plan._nk = prod(desc.out_shape)
-        plan._N = prod(desc.shape[a] for a in desc.axes)
+    descriptor = ReduceBackwardDescriptor
+
+    def _plan(self) -> None:
+        desc = self.desc
+        self._n = prod(desc.shape)
+        self._nk = prod(desc.out_shape)
+        self._N = prod(desc.shape[a] for a in desc.axes)
         dt, op = desc.dtype, desc.op
-        plan._lay, plan._off = {}, 0
+        self._lay, self._off = {}, 0
         sub = None
         slots = ()
         if op in ("max", "min"):
-            sub = ReducePlan.select(ReduceDescriptor(desc.shape, desc.axes, "sum", bool_dt), pref)
-            slots = (("mask", plan._n), ("cnt", plan._nk * 8), ("cntf", plan._nk * dt.itemsize),
-                     ("g", plan._nk * dt.itemsize))
+            sub = AxisReducePlan.select(ReduceDescriptor(desc.shape, desc.axes, "sum", bool_dt),
+                                        self.pref)
+            slots = (("mask", self._n), ("cnt", self._nk * 8), ("cntf", self._nk * dt.itemsize),
+                     ("g", self._nk * dt.itemsize))
         elif op in ("var", "std"):
-            sub = ReducePlan.select(ReduceDescriptor(desc.shape, desc.axes, "mean", dt), pref)
-            slots = (("mean", plan._nk * dt.itemsize), ("g", plan._nk * dt.itemsize))
+            sub = AxisReducePlan.select(ReduceDescriptor(desc.shape, desc.axes, "mean", dt),
+                                        self.pref)
+            slots = (("mean", self._nk * dt.itemsize), ("g", self._nk * dt.itemsize))
         elif op == "norm2":
-            slots = (("g", plan._nk * dt.itemsize), ("m0", plan._nk))
+            slots = (("g", self._nk * dt.itemsize), ("m0", self._nk))
         for name, nbytes in slots:
-            plan._slot(name, nbytes)
-        plan._sub = sub
-        plan._ws = plan._off + (0 if sub is None else sub.workspace_size())
-        pg = PrecisionGuarantee(math_precision=dt, accumulator=dt)
-        plan._sku = KernelSku(OpCategory.REDUCTION, op + "_bw", dt, arch, BackendKind.CUTE_DSL,
-                              pg, template="composite")
-        return plan
+            self._slot(name, nbytes)
+        self._sub = sub
+        self._ws = self._off + (0 if sub is None else sub.workspace_size())
+        self._sku = self._composite_sku(op + "_bw", dt, dt)
 
     def is_empty(self) -> bool:
         return self._n == 0
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         need_x = d.op not in ("sum", "mean")
         need_y = d.op in ("max", "min", "logsumexp", "norm2", "std")
@@ -122,17 +116,8 @@ class ReduceBackwardPlan(CompositePlan):
                      optional=not need_y)
         return dy, dx, x, y
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
-
-        dy, dx, x, y = self._views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        st = stream_handle(stream)
+    def _launch(self, bound, st: int, ws: Workspace) -> None:
+        dy, dx, x, y = bound
         d, dt, dev = self.desc, self.desc.dtype, dy.device
         os_, sh, ax = d.out_shape, d.shape, d.axes
         N, c = self._N, float(d.correction)

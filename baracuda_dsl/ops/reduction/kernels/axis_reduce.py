@@ -46,10 +46,11 @@ def _extreme(dt: str, low: bool):
     return -(1 << (b - 1)) if low else (1 << (b - 1)) - 1
 
 
-def build(knobs: dict):
-    op, dt, od, tpo = knobs["op"], knobs["dtype"], knobs["out"], int(knobs["tpo"])
-    stage2 = int(knobs["stage2"])
-    vec = int(knobs.get("vec", 1))
+def build(knobs):
+    """``knobs``: an :class:`~baracuda_dsl.ops.reduction.specs.axis_reduce.AxisReduceKnobs`."""
+    op, dt, od, tpo = knobs.op, knobs.dtype, knobs.out, knobs.tpo
+    stage2 = knobs.stage2
+    vec = knobs.vec
     T, O = _T[dt], _T[od]
     cdt = acc_of(op, dt) if op in ("sum", "prod") else ("f32" if dt in ("f16", "bf16") else dt)
     if cdt == "bool":

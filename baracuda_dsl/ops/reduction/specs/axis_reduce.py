@@ -22,6 +22,8 @@ Knobs:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ....jit import KernelTemplate, LaunchGeometry, params, register
 
 THREADS = 256
@@ -32,6 +34,18 @@ VALUE_OPS = ("sum", "prod", "max", "min")
 ARG_OPS = ("argmax", "argmin")
 OPS = VALUE_OPS + ARG_OPS
 ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8}
+
+
+@dataclass(frozen=True)
+class AxisReduceKnobs:
+    """One ``axis_reduce`` SKU (see the module doc for each knob)."""
+
+    op: str
+    dtype: str
+    out: str
+    tpo: int
+    stage2: int
+    vec: int
 
 
 def acc_of(op: str, dt: str) -> str:
@@ -67,10 +81,9 @@ def _space():
             for out in outs:
                 for tpo in TPOS:
                     for st in ((0, 1) if op in ARG_OPS else (0,)):
-                        yield dict(op=op, dtype=dt, out=out, tpo=tpo, stage2=st, vec=1)
+                        yield AxisReduceKnobs(op, dt, out, tpo, st, 1)
                     if dt in FLOATS and (tpo > 1 or op in VALUE_OPS):
-                        yield dict(op=op, dtype=dt, out=out, tpo=tpo, stage2=0,
-                                   vec=16 // ITEMSIZE[dt])
+                        yield AxisReduceKnobs(op, dt, out, tpo, 0, 16 // ITEMSIZE[dt])
         # pass 2 of a split reduction: accumulator partials in, the input dtype out
         if op in VALUE_OPS:
             for dt in dtypes_of(op):
@@ -79,15 +92,14 @@ def _space():
                     continue
                 if acc != dt:
                     for tpo in TPOS:
-                        yield dict(op=op, dtype=acc, out=dt, tpo=tpo, stage2=0, vec=1)
+                        yield AxisReduceKnobs(op, acc, dt, tpo, 0, 1)
 
 
 def _dedup():
     seen = set()
     for k in _space():
-        key = tuple(sorted(k.items()))
-        if key not in seen:
-            seen.add(key)
+        if k not in seen:
+            seen.add(k)
             yield k
 
 
@@ -99,4 +111,5 @@ AXIS_REDUCE = register(KernelTemplate(
                   "rs0:i64 rs1:i64 seg:i64 nseg:i64 scale:f64"),
     space=_dedup,
     geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=256),
+    knobs=AxisReduceKnobs,
 ))
