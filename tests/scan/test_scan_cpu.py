@@ -143,10 +143,10 @@ def _emulate(op, shape, axis, xstr, ostr, reverse, exclusive, xbase=5000, obase=
            (tuple(ostr), (obase * 8) % 16, 8, L + (1 if exclusive else 0)), None)
     g = S._geometry(op, "f64", "f64", tuple(shape), axis, L, reverse, True, ops, exclusive)
     if g.kflags & spec.REVERSE:
-        assert g.knobs["path"] == "vec" and reverse and not exclusive
+        assert g.knobs.path == "vec" and reverse and not exclusive
     (L_, F, nchunk, chunk), _, _ = g.scalars
     assert nchunk * chunk >= L and (nchunk - 1) * chunk < max(L, 1)
-    if g.knobs["path"] != "col":
+    if g.knobs.path != "col":
         assert nchunk == 1 or chunk % spec.tile_elems(g.knobs) == 0
     xo, xa = _offsets(g, 0, xbase)
     oo, oa = _offsets(g, 3, obase)
@@ -200,7 +200,7 @@ def test_geometry_emulated(reverse, exclusive):
         if 0 in shape:
             continue
         g = _emulate("cumsum", shape, axis, xs, os_, reverse, exclusive, xbase=9000, obase=9000)
-        seen.add((g.knobs["path"], g.kflags))
+        seen.add((g.knobs.path, g.kflags))
     assert ("col", 0) in seen and ("row", 0) in seen
     if reverse and not exclusive:
         assert ("vec", spec.REVERSE) in seen
@@ -213,24 +213,24 @@ def test_paths_and_chunking():
         return S._geometry(op, dt, dt, shape, axis, L, False, True, ops)
 
     g = geo((32768, 4096), 1, (4096, 1))
-    assert g.knobs["path"] == "vec" and g.nchunk == 1
+    assert g.knobs.path == "vec" and g.nchunk == 1
     g = geo((2**28,), 0, (1,))
-    assert g.knobs["path"] == "vec" and g.nchunk > 100 and g.chunk % 1024 == 0
+    assert g.knobs.path == "vec" and g.nchunk > 100 and g.chunk % 1024 == 0
     assert S.workspace_bound(1, 2**28) >= 2 * g.ws1_off
     g = geo((4096, 32768), 0, (32768, 1))
-    assert g.knobs["path"] == "col" and g.grid[0] == 128
+    assert g.knobs.path == "col" and g.grid[0] == 128
     assert g.scalars[1][-1] == 32768 and g.scalars[2][7] == 1  # fibers along the unit stride
     g = geo((1000, 7), 1, (7, 1))
-    assert g.knobs["path"] == "col"                 # short rows: one thread per row
+    assert g.knobs.path == "col"                 # short rows: one thread per row
     g = geo((8, 4097), 1, (4097, 1))
-    assert g.knobs["path"] == "row"                 # rows not vector-aligned
+    assert g.knobs.path == "row"                 # rows not vector-aligned
     g = geo((8, 4096), 1, (1, 8))
-    assert g.knobs["path"] == "row"                 # few strided rows: a CTA each
+    assert g.knobs.path == "row"                 # few strided rows: a CTA each
     ops = (((4096, 1), 0, 4, 4096), None, None, ((4096, 1), 0, 4, 4096), None)
     g = S._geometry("cumsum", "f32", "f32", (8, 4096), 1, 4096, True, False, ops)
-    assert g.knobs["path"] == "vec" and g.kflags == spec.REVERSE   # cumsum backward
+    assert g.knobs.path == "vec" and g.kflags == spec.REVERSE   # cumsum backward
     g = S._geometry("cumprod", "f32", "f32", (8, 4096), 1, 4096, True, False, ops)
-    assert g.knobs["path"] == "row" and g.ptr_off[0] == 4095 * 4     # negated strides
+    assert g.knobs.path == "row" and g.ptr_off[0] == 4095 * 4     # negated strides
 
 
 def test_compaction_host_logic():

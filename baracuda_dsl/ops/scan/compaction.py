@@ -28,12 +28,14 @@ from typing import Tuple
 
 from ...dtypes import ALL_DTYPES, DType, int32, int64
 from ...errors import InvalidProblemError
-from ...plan import (Plan, align_up, check_dtype, check_writable_no_overlap, plan_arch, prod,
-                     resolve_pref, view_arg)
+from ...jit import freeze_knobs
+from ...plan import Plan, align_up, check_dtype, check_writable_no_overlap, prod, view_arg
+from ...runtime.stream import stream_handle
 from ...tensor import TensorView, check_shape, contiguous_strides
-from .specs import scan as spec
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 from .scan import ScanArgs, ScanDescriptor, ScanPlan
+from .specs import scan as spec
+from .specs.scan import CompactKnobs
 
 MASK_DTYPES = tuple(d for d in ALL_DTYPES if d.itemsize in spec.COMPACT_ISZ)
 MODES = ("flat", "coords")
@@ -49,7 +51,6 @@ def zero_mask(dt: DType) -> int:
     elif dt.is_complex:  # complex64: two f32 parts
         m = 0x7FFFFFFF7FFFFFFF
     return m - (1 << 64) if m >= 1 << 63 else m
-
 
 
 @dataclass(frozen=True)
@@ -85,30 +86,25 @@ class CompactPlan(Plan):
     """Stream compaction (see module doc).  Workspace: the dense mask copy (strided masks), tile
     counts and offsets, and the offsets scan's workspace."""
 
-    @classmethod
-    def select(cls, desc: CompactDescriptor, pref=None) -> "CompactPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, CompactDescriptor):
-            raise InvalidProblemError(f"CompactPlan needs a CompactDescriptor, got "
-                                      f"{type(desc).__name__}")
-        arch = plan_arch(pref)
-        knobs = dict(isz=desc.dtype.itemsize)
-        sku = KernelSku(OpCategory.SCAN, "compact", desc.dtype, arch, BackendKind.CUTE_DSL,
-                        PrecisionGuarantee(int64, int64, True, True), aux_element=int64,
-                        template=spec.COMPACT.name, knobs=tuple(sorted(knobs.items())))
-        plan = cls(desc, pref, sku)
-        plan._arch, plan._knobs = arch, knobs
-        plan._n = n = prod(desc.shape)
-        plan._ntiles = nt = -(-n // spec.COMPACT_TILE)
-        plan._scan = ScanPlan.select(ScanDescriptor((nt,), 0, "cumsum", int32, exclusive=True),
-                                     pref)
+    descriptor = CompactDescriptor
+
+    def _plan(self) -> None:
+        desc = self.desc
+        self._knobs = CompactKnobs(desc.dtype.itemsize)
+        self._sku = KernelSku(OpCategory.SCAN, "compact", desc.dtype, self._arch,
+                              BackendKind.CUTE_DSL, PrecisionGuarantee(int64, int64, True, True),
+                              aux_element=int64, template=spec.COMPACT.name,
+                              knobs=freeze_knobs(self._knobs))
+        self._n = n = prod(desc.shape)
+        self._ntiles = nt = -(-n // spec.COMPACT_TILE)
+        self._scan = ScanPlan.select(ScanDescriptor((nt,), 0, "cumsum", int32, exclusive=True),
+                                     self.pref)
         isz = desc.dtype.itemsize
-        plan._o_mask = 0
-        plan._o_counts = align_up(n * isz)
-        plan._o_offs = plan._o_counts + align_up((nt + 1) * 4)
-        plan._o_scan = plan._o_offs + align_up((nt + 1) * 8)
-        plan._ws = plan._o_scan + plan._scan.workspace_size()
-        return plan
+        self._o_mask = 0
+        self._o_counts = align_up(n * isz)
+        self._o_offs = self._o_counts + align_up((nt + 1) * 4)
+        self._o_scan = self._o_offs + align_up((nt + 1) * 8)
+        self._ws = self._o_scan + self._scan.workspace_size()
 
     def workspace_size(self) -> int:
         return self._ws
@@ -141,17 +137,27 @@ class CompactPlan(Plan):
             raise InvalidProblemError(f"out: coords mode needs shape ({nd}, count), got {o.shape}")
         return o, o.strides[0], o.shape[1], o.strides[1]
 
-    def can_implement(self, args) -> None:
+    def _bind(self, args):
+        """(mask, count, (out, coordinate stride, capacity, entry stride) or None)."""
         m = self._mask(args)
-        self._count(args, m.device)
+        cnt = self._count(args, m.device)
+        out = None
         if args.out is not None:
-            o = self._out(args, m.device)[0]
-            check_writable_no_overlap(o, "out")
+            out = self._out(args, m.device)
+            check_writable_no_overlap(out[0], "out")
+        return m, cnt, out
+
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
+        """The count, then the positions when ``args.out`` was given."""
+        m, cnt, out = bound
+        self._count_into(m, cnt, stream, ws)
+        if out is not None:
+            self._scatter_into(m, out, stream, ws)
 
     def _lk(self, dev):
         return self._kernel(spec.COMPACT, self._knobs, dev)
 
-    def _launch(self, lk, dev_ptrs, phase, n, out=(0, 0, 0, 0, 0), stream=0):
+    def _launch_phase(self, lk, dev_ptrs, phase, n, out=(0, 0, 0, 0, 0), stream=0):
         mask, counts, offs, outp, cnt = dev_ptrs
         ndim, cap, sd, sk = out[1:]
         shape8 = (1,) * (8 - len(self.desc.shape)) + tuple(self.desc.shape)
@@ -162,56 +168,50 @@ class CompactPlan(Plan):
     def run_count(self, args, stream=None, workspace=None) -> None:
         """Count the non-zero elements into ``args.count`` (and keep the tile offsets in the
         workspace for :meth:`run_scatter`)."""
-        from ...runtime.stream import stream_handle
-        from ..shape.repeat import StridedCopyArgs, StridedCopyDescriptor, StridedCopyPlan
-
         m = self._mask(args)
         cnt = self._count(args, m.device)
+        self._count_into(m, cnt, stream_handle(stream), self.check_workspace(workspace))
+
+    def run_scatter(self, args, stream=None, workspace=None) -> None:
+        """Write the positions into ``args.out`` (after :meth:`run_count` with this workspace,
+        on the same stream)."""
+        m = self._mask(args)
         ws = self.check_workspace(workspace)
-        st = stream_handle(stream)
+        if args.out is None:
+            raise InvalidProblemError("run_scatter: out is required")
+        out = self._out(args, m.device)
+        check_writable_no_overlap(out[0], "out")
+        self._scatter_into(m, out, stream_handle(stream), ws)
+
+    def _count_into(self, m: TensorView, cnt: TensorView, st: int, ws: Workspace) -> None:
+        from ..shape.repeat import StridedCopyArgs, StridedCopyDescriptor, StridedCopyPlan
+
         d = self.desc
         mptr = m.ptr
         if self._n and not m.is_contiguous():
             dense = TensorView._trusted(ws.ptr + self._o_mask, d.shape,
                                         contiguous_strides(d.shape), d.dtype, m.device, None)
             StridedCopyPlan.select(StridedCopyDescriptor(d.shape, d.dtype), self.pref).run(
-                StridedCopyArgs(m, dense), stream=stream)
+                StridedCopyArgs(m, dense), stream=st)
             mptr = dense.ptr
-        self._mptr = mptr
         lk = self._lk(m.device)
         counts, offs = ws.ptr + self._o_counts, ws.ptr + self._o_offs
         ptrs = (mptr, counts, offs, offs, cnt.ptr)
-        self._launch(lk, ptrs, 0, self._n, stream=st)
+        self._launch_phase(lk, ptrs, 0, self._n, stream=st)
         nt = self._ntiles
         cv = TensorView._trusted(counts, (nt,), (1,), int32, m.device, None)
         ov = TensorView._trusted(offs, (nt + 1,), (1,), int64, m.device, None)
         sws = self._scan.workspace_size()
-        self._scan.run(ScanArgs(cv, ov), stream=stream,
+        self._scan.run(ScanArgs(cv, ov), stream=st,
                        workspace=Workspace(ws.ptr + self._o_scan, sws) if sws else None)
-        self._launch(lk, ptrs, 2, nt, stream=st)
+        self._launch_phase(lk, ptrs, 2, nt, stream=st)
 
-    def run_scatter(self, args, stream=None, workspace=None) -> None:
-        """Write the positions into ``args.out`` (after :meth:`run_count` with this workspace,
-        on the same stream)."""
-        from ...runtime.stream import stream_handle
-
-        m = self._mask(args)
-        ws = self.check_workspace(workspace)
-        if args.out is None:
-            raise InvalidProblemError("run_scatter: out is required")
-        o, sd, cap, sk = self._out(args, m.device)
-        check_writable_no_overlap(o, "out")
+    def _scatter_into(self, m: TensorView, out, st: int, ws: Workspace) -> None:
+        o, sd, cap, sk = out
         if cap == 0 or self._n == 0:
             return
         mptr = m.ptr if m.is_contiguous() else ws.ptr + self._o_mask
         nd = 0 if self.desc.mode == "flat" else len(self.desc.shape)
         offs = ws.ptr + self._o_offs
-        self._launch(self._lk(m.device), (mptr, ws.ptr + self._o_counts, offs, o.ptr, o.ptr), 1,
-                     self._n, out=(0, nd, cap, sd, sk), stream=stream_handle(stream))
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        """``run_count`` then, when ``args.out`` is given, ``run_scatter`` (the output's extent
-        must come from an earlier count: positions past it are dropped)."""
-        self.run_count(args, stream, workspace)
-        if args.out is not None:
-            self.run_scatter(args, stream, workspace)
+        self._launch_phase(self._lk(m.device), (mptr, ws.ptr + self._o_counts, offs, o.ptr, o.ptr),
+                           1, self._n, out=(0, nd, cap, sd, sk), stream=st)

@@ -48,10 +48,11 @@ from ...dtypes import ALL_DTYPES, DType, dtype as as_dtype, float32, int64
 from ...errors import InvalidProblemError, UnsupportedError
 from ...jit import freeze_knobs
 from ...plan import (Plan, align_up, check_dtype, check_writable_no_overlap, collapse_dims,
-                     norm_axis, plan_arch, prod, resolve_pref, view_arg)
+                     norm_axis, prod, view_arg)
 from ...tensor import TensorView, check_shape
+from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 from .specs import scan as spec
-from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from .specs.scan import ScanKnobs
 
 FW_OPS = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min",
           "logcumsumexp": "lse"}
@@ -125,8 +126,8 @@ def workspace_bound(F: int, L: int) -> int:
 class _Launch:
     """One launch record: knobs, grid, chunking and the scalar tail of the ABI."""
 
-    __slots__ = ("knobs", "frozen", "kflags", "grid", "nchunk", "chunk", "F", "scalars",
-                 "ptr_off", "ws1_off")
+    __slots__ = ("knobs", "kflags", "grid", "nchunk", "chunk", "F", "scalars", "ptr_off",
+                 "ws1_off")
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -183,21 +184,19 @@ def _geometry(op: str, dt: str, odt: str, shape, axis: int, L: int, reverse: boo
         ax.append(s)
     if reverse and path == "vec":
         kflags = spec.REVERSE
+    knobs = ScanKnobs(knob_op, dt, odt, path, vec if path == "vec" else 1)
     if path == "col":
         nchunk, chunk = _nchunk_col(F, L)
         grid = (-(-F // spec.COL_THREADS), nchunk, 1)
     else:
-        k = dict(op=knob_op, dtype=dt, odt=odt, path=path, vec=vec if path == "vec" else 1)
-        nchunk, chunk = _nchunk_row(F, L, spec.tile_elems(k))
+        nchunk, chunk = _nchunk_row(F, L, spec.tile_elems(knobs))
         grid = (F, nchunk, 1)
-    knobs = dict(op=knob_op, dtype=dt, odt=odt, path=path, vec=vec if path == "vec" else 1)
     scalars = [L, F, nchunk, chunk]
     strides = []
     for k in range(5):
         strides += [ax[k]] + list(outer7[k])
     ws1_off = align_up(F * nchunk * 8) if nchunk > 1 else 0
-    return _Launch(knobs=knobs, frozen=freeze_knobs(knobs), kflags=kflags, grid=grid,
-                   nchunk=nchunk, chunk=chunk, F=F,
+    return _Launch(knobs=knobs, kflags=kflags, grid=grid, nchunk=nchunk, chunk=chunk, F=F,
                    scalars=(scalars, list(e7), strides), ptr_off=tuple(off), ws1_off=ws1_off)
 
 
@@ -208,7 +207,33 @@ def _opdesc(v: Optional[TensorView], length: int):
 
 
 class _ScanPlanBase(Plan):
-    """Shared launch path of ScanPlan and ScanBackwardPlan."""
+    """Shared select and launch path of ScanPlan and ScanBackwardPlan (``_fw``: the forward
+    combine ops and output dtype; else the backward ops, output in the input dtype)."""
+
+    _fw = True
+    _what = "Scan"
+
+    def _plan(self) -> None:
+        d = self.desc
+        shape, axis = _check_axis_shape(d.in_shape, d.axis, self._what)
+        self._shape, self._axis = shape, axis
+        dt = self._dt = d.dtype
+        odt = self._odt = d.out_dtype if self._fw else dt
+        self._L = shape[axis]
+        self._F = prod(s for i, s in enumerate(shape) if i != axis)
+        self._ws = workspace_bound(self._F, self._L)
+        cap = self.pref.max_workspace_bytes
+        if cap is not None and self._ws > cap:
+            raise UnsupportedError(f"{self._what}: needs {self._ws} workspace bytes > the "
+                                   f"preference's max_workspace_bytes={cap}")
+        knobs = ScanKnobs((FW_OPS if self._fw else BW_OPS)[d.op], dt.short, odt.short, "row", 1)
+        self._sku = KernelSku(OpCategory.SCAN, d.op if self._fw else d.op + "_backward", dt,
+                              self._arch, BackendKind.CUTE_DSL, _precision(dt, d.op),
+                              aux_element=odt if self._fw else None, template=spec.SCAN.name,
+                              knobs=freeze_knobs(knobs))
+
+    def workspace_size(self) -> int:
+        return self._ws
 
     def _run_scan(self, fw: bool, views, L: int, reverse: bool, exclusive: bool, stream: int,
                   ws) -> None:
@@ -221,13 +246,9 @@ class _ScanPlanBase(Plan):
                       exclusive)
         if g.nchunk > 1 and ws.nbytes < 2 * g.ws1_off:
             raise UnsupportedError("scan: workspace smaller than this layout needs")
-        key = (g.frozen, views[0].device)
-        memo = self.__dict__.setdefault("_lks", {})
-        lk = memo.get(key)
-        if lk is None:
-            from ...jit import kernel as jit_kernel
-
-            lk = memo[key] = jit_kernel(spec.SCAN, g.frozen, views[0].device, self._arch)
+        # equal knobs share one kept object: the key of the plan's kernel memo
+        knobs = self.__dict__.setdefault("_knob_memo", {}).setdefault(g.knobs, g.knobs)
+        lk = self._kernel(spec.SCAN, knobs, views[0].device)
         ptrs = []
         for k, v in enumerate(views):
             ptrs.append(views[0].ptr if v is None else v.ptr + g.ptr_off[k])
@@ -310,37 +331,12 @@ class ScanPlan(_ScanPlanBase):
     rows are split over several CTAs (``workspace_size()``).  Deterministic, bit-identical
     reruns (the association order depends on the shape only)."""
 
-    @classmethod
-    def select(cls, desc: ScanDescriptor, pref=None) -> "ScanPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, ScanDescriptor):
-            raise InvalidProblemError(f"ScanPlan needs a ScanDescriptor, got {type(desc).__name__}")
-        shape, axis = _check_axis_shape(desc.in_shape, desc.axis, "Scan")
-        arch = plan_arch(pref)
-        dt, odt = desc.dtype, desc.out_dtype
-        knobs = dict(op=FW_OPS[desc.op], dtype=dt.short, odt=odt.short, path="row", vec=1)
-        sku = KernelSku(OpCategory.SCAN, desc.op, dt, arch, BackendKind.CUTE_DSL,
-                        _precision(dt, desc.op), aux_element=odt, template=spec.SCAN.name,
-                        knobs=tuple(sorted(knobs.items())))
-        plan = cls(desc, pref, sku)
-        plan._arch, plan._shape, plan._axis = arch, shape, axis
-        plan._dt, plan._odt = dt, odt
-        plan._L = shape[axis]
-        plan._F = prod(shape) // plan._L if plan._L else prod(s for i, s in enumerate(shape)
-                                                              if i != axis)
-        plan._ws = workspace_bound(plan._F, plan._L)
-        if pref.max_workspace_bytes is not None and plan._ws > pref.max_workspace_bytes:
-            raise UnsupportedError(f"Scan: needs {plan._ws} workspace bytes > the preference's "
-                                   f"max_workspace_bytes={pref.max_workspace_bytes}")
-        return plan
-
-    def workspace_size(self) -> int:
-        return self._ws
+    descriptor = ScanDescriptor
 
     def is_empty(self) -> bool:
         return self._F == 0 or (self._L == 0 and not self.desc.exclusive)
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         x = view_arg(args.x, "x", dtype=d.dtype)
         if tuple(x.shape) not in (tuple(d.shape), self._shape):
@@ -365,19 +361,11 @@ class ScanPlan(_ScanPlanBase):
                        for k, v in enumerate((x, out, idx)))
         return x, out, idx
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
-
-        x, out, idx = self._views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
-            return
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
+        x, out, idx = bound
         d = self.desc
-        self._run_scan(True, (x, None, None, out, idx), self._L, d.reverse, d.exclusive,
-                       stream_handle(stream), ws)
+        self._run_scan(True, (x, None, None, out, idx), self._L, d.reverse, d.exclusive, stream,
+                       ws)
 
 
 def _as_rank(v: Optional[TensorView], shape, axis, exclusive: bool) -> Optional[TensorView]:
@@ -443,37 +431,14 @@ class ScanBackwardPlan(_ScanPlanBase):
     """dx of a scan (see module doc); one scan launch (two with a chunk split) in the opposite
     direction of the forward.  Deterministic, bit-identical reruns."""
 
-    @classmethod
-    def select(cls, desc: ScanBackwardDescriptor, pref=None) -> "ScanBackwardPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, ScanBackwardDescriptor):
-            raise InvalidProblemError(f"ScanBackwardPlan needs a ScanBackwardDescriptor, got "
-                                      f"{type(desc).__name__}")
-        shape, axis = _check_axis_shape(desc.in_shape, desc.axis, "ScanBackward")
-        arch = plan_arch(pref)
-        dt = desc.dtype
-        knobs = dict(op=BW_OPS[desc.op], dtype=dt.short, odt=dt.short, path="row", vec=1)
-        sku = KernelSku(OpCategory.SCAN, desc.op + "_backward", dt, arch, BackendKind.CUTE_DSL,
-                        _precision(dt, desc.op), template=spec.SCAN.name,
-                        knobs=tuple(sorted(knobs.items())))
-        plan = cls(desc, pref, sku)
-        plan._arch, plan._shape, plan._axis = arch, shape, axis
-        plan._dt = plan._odt = dt
-        plan._L = shape[axis]
-        plan._F = prod(s for i, s in enumerate(shape) if i != axis)
-        plan._ws = workspace_bound(plan._F, plan._L)
-        if pref.max_workspace_bytes is not None and plan._ws > pref.max_workspace_bytes:
-            raise UnsupportedError(f"ScanBackward: needs {plan._ws} workspace bytes > "
-                                   f"max_workspace_bytes={pref.max_workspace_bytes}")
-        return plan
-
-    def workspace_size(self) -> int:
-        return self._ws
+    descriptor = ScanBackwardDescriptor
+    _fw = False
+    _what = "ScanBackward"
 
     def is_empty(self) -> bool:
         return self._F == 0 or self._L == 0
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         sh = self._shape
         dy = view_arg(args.dy, "dy", dtype=d.dtype)
@@ -503,16 +468,8 @@ class ScanBackwardPlan(_ScanPlanBase):
         got = {k: _as_rank(v, sh, self._axis, False) for k, v in got.items()}
         return dy, dx, got
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
-
-        dy, dx, got = self._views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
-            return
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
+        dy, dx, got = bound
         d = self.desc
         L, ax = self._L, self._axis
         if d.exclusive:
@@ -531,7 +488,7 @@ class ScanBackwardPlan(_ScanPlanBase):
         else:
             views = (got["x"], dy, got["y"], dx, None)
         # positions: the kernel's pos0/dpos follow the scan direction; indices are physical
-        self._run_scan(False, views, L, rev, False, stream_handle(stream), ws)
+        self._run_scan(False, views, L, rev, False, stream, ws)
 
 
 def sh_with(shape, axis, n):

@@ -27,8 +27,9 @@ from ...sorting.kernels.sort_common import block_exclusive_scan, gload, gstore
 WORD = {1: cutlass.Uint8, 2: cutlass.Uint16, 4: cutlass.Uint32, 8: cutlass.Uint64}
 
 
-def build(knobs: dict):
-    isz = int(knobs["isz"])
+def build(knobs):
+    """``knobs``: a :class:`~baracuda_dsl.ops.scan.specs.scan.CompactKnobs`."""
+    isz = knobs.isz
     Wt = WORD[isz]
     T, K = COMPACT_THREADS, COMPACT_ITEMS
     TILE = T * K

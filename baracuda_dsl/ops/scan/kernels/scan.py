@@ -30,7 +30,7 @@ from cutlass import Int32, Int64, const_expr
 
 from ..specs.scan import COL_ILP, COL_THREADS, EXCLUSIVE, REVERSE, ROW_ELEMS_SCALAR, THREADS
 from ...elementwise.kernels.elementwise_ops import sel
-from .scan_ops import _st, make
+from .scan_ops import make, select_state
 from ...sorting.kernels.sort_common import gload, gstore, row_offset7
 
 WARP = 32
@@ -52,7 +52,7 @@ def block_scan(OP, tot, bufs, parity, lane, warp, W: int):
     for k in range(5):
         o = 1 << k
         y = _shfl_up(w, o)
-        w = _st(lane >= Int32(o), OP.combine(y, w), w)
+        w = select_state(lane >= Int32(o), OP.combine(y, w), w)
     wtot = _shfl_idx(w, 31)
     wex = _shfl_up(w, 1)
     for j in range(len(tot)):
@@ -62,16 +62,17 @@ def block_scan(OP, tot, bufs, parity, lane, warp, W: int):
     blk = OP.identity()
     for wi in range(W):
         s = tuple(bufs[j][parity, wi] for j in range(len(tot)))
-        pre = _st(Int32(wi) < warp, OP.combine(pre, s), pre)
+        pre = select_state(Int32(wi) < warp, OP.combine(pre, s), pre)
         blk = OP.combine(blk, s)
-    tp = _st(lane > Int32(0), OP.combine(pre, wex), pre)
+    tp = select_state(lane > Int32(0), OP.combine(pre, wex), pre)
     return tp, blk
 
 
-def build(knobs: dict):
-    OP = make(knobs["op"], knobs["dtype"], knobs["odt"])
-    path = knobs["path"]
-    VEC = int(knobs["vec"])
+def build(knobs):
+    """``knobs``: a :class:`~baracuda_dsl.ops.scan.specs.scan.ScanKnobs`."""
+    OP = make(knobs.op, knobs.dtype, knobs.odt)
+    path = knobs.path
+    VEC = knobs.vec
     E = VEC if path == "vec" else ROW_ELEMS_SCALAR
     T = THREADS
     W = T // WARP
@@ -306,7 +307,7 @@ def _jit_helpers(OP, path: str, E: int, VEC: int, T: int, W: int, TILE: int, U: 
                 if const_expr(path == "vec"):
                     v["a"] = sel(rev, OP.c(fa[E - 1 - k]), OP.c(fa[k]))
                 vals.append(v)
-                sts.append(_st(l < end, OP.element(v), ident))
+                sts.append(select_state(l < end, OP.element(v), ident))
             inc = [sts[0]]
             for k in cutlass.range_constexpr(1, E):
                 inc.append(OP.combine(inc[k - 1], sts[k]))
@@ -405,7 +406,7 @@ def _jit_helpers(OP, path: str, E: int, VEC: int, T: int, W: int, TILE: int, U: 
                 nxt = OP.combine(carry, OP.element(v))
                 ov, oi = OP.emit(v, nxt, carry, exclusive)
                 _store_one(ov, _or(oi, dummy), l, end, phase, po, poi, offo, offi, so, si)
-                nc = _st(l < end, nxt, carry)
+                nc = select_state(l < end, nxt, carry)
                 c0 = nc[0]
                 c1 = _c1(nc, c1)
         _finish(po, pw0, pw1, offo, so, c0, c1, L, cidx, nchunk, wbase, phase, exclusive,

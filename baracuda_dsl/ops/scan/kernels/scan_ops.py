@@ -62,7 +62,7 @@ def _b(cond, a, b):
     return Int64(cutlass.select_(cond, Int64(a), Int64(b)))
 
 
-def _st(cond, a, b):
+def select_state(cond, a, b):
     """Select between two states (tuples)."""
     return tuple(sel(cond, x, y) for x, y in zip(a, b))
 
@@ -150,7 +150,7 @@ class ScanOp:
                 take = cutlass.Boolean(cutlass.select_(nb, cutlass.Boolean(True), keep))
             else:
                 take = better
-            return _st(take, b, a)
+            return select_state(take, b, a)
         if op == "lse":
             return (_logaddexp(a[0], b[0]),)
         if op == "prod_bw":

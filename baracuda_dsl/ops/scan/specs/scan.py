@@ -26,6 +26,8 @@ int64 indices or coordinates, 2 copy the total count to a device scalar.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ....jit import KernelTemplate, LaunchGeometry, params, register
 
 FLOATS = ("f32", "f16", "bf16", "f64")
@@ -42,6 +44,26 @@ ROW_ELEMS_SCALAR = 4     # row path: consecutive elements per thread per tile
 ITEMSIZE = {"bool": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2,
             "i32": 4, "u32": 4, "f32": 4, "i64": 8, "u64": 8, "f64": 8}
 TWO_COMPONENT = ("max", "min", "prod_bw", "max_bw", "lse_bw")   # state = (value, aux)
+
+
+@dataclass(frozen=True)
+class ScanKnobs:
+    """One ``scan`` SKU: ``op`` (forward or backward combine), input ``dtype``, output ``odt``,
+    ``path`` (vec / row / col) and ``vec`` (elements per 16-byte access on the vec path, else
+    1)."""
+
+    op: str
+    dtype: str
+    odt: str
+    path: str
+    vec: int
+
+
+@dataclass(frozen=True)
+class CompactKnobs:
+    """One ``compact`` SKU: ``isz``, the mask word's bytes (1, 2, 4, 8)."""
+
+    isz: int
 
 
 def acc_out(dtype: str) -> str:
@@ -68,11 +90,11 @@ def vec_width(dtype: str, odt: str) -> int:
     return max(1, 16 // max(ITEMSIZE[dtype], ITEMSIZE[odt]))
 
 
-def elems_per_thread(k: dict) -> int:
-    return k["vec"] if k["path"] == "vec" else ROW_ELEMS_SCALAR
+def elems_per_thread(k: ScanKnobs) -> int:
+    return k.vec if k.path == "vec" else ROW_ELEMS_SCALAR
 
 
-def tile_elems(k: dict) -> int:
+def tile_elems(k: ScanKnobs) -> int:
     """Elements one CTA scans per tile (row paths) — chunk lengths are multiples of it."""
     return THREADS * elems_per_thread(k)
 
@@ -84,13 +106,13 @@ def _space():
                 if op in BW_OPS and path == "vec":
                     continue  # backward ops read neighbours: scalar row / col paths
                 v = vec_width(dt, odt) if path == "vec" else 1
-                yield dict(op=op, dtype=dt, odt=odt, path=path, vec=v)
+                yield ScanKnobs(op, dt, odt, path, v)
 
 
-def _geometry(k: dict) -> LaunchGeometry:
+def _geometry(k: ScanKnobs) -> LaunchGeometry:
     """Row paths: 256 threads, shared memory = two parities × 8 warps × two 8-byte components;
     col path: 256 threads, no shared memory."""
-    if k["path"] == "col":
+    if k.path == "col":
         return LaunchGeometry(threads=COL_THREADS, smem_bytes=0)
     return LaunchGeometry(threads=THREADS, smem_bytes=2 * 2 * (THREADS // 32) * 8 + 128)
 
@@ -112,6 +134,7 @@ SCAN = register(KernelTemplate(
     params=params(SCAN_PARAMS),
     space=_space,
     geometry=_geometry,
+    knobs=ScanKnobs,
 ))
 
 #: flag bits of the scan kernel
@@ -129,6 +152,7 @@ COMPACT = register(KernelTemplate(
     module="baracuda_dsl.ops.scan.kernels.compact",
     params=params("mask:ptr counts:ptr offs:ptr out:ptr cnt:ptr n:i64 zmask:i64 phase:i32 "
                   "ndim:i32 cap:i64 sd:i64 sk:i64 " + _dims("x", 8)),
-    space=lambda: (dict(isz=i) for i in COMPACT_ISZ),
+    space=lambda: (CompactKnobs(i) for i in COMPACT_ISZ),
     geometry=lambda k: LaunchGeometry(threads=COMPACT_THREADS, smem_bytes=THREADS // 32 * 8 + 64),
+    knobs=CompactKnobs,
 ))
