@@ -138,7 +138,7 @@ def emulate_bitonic(keys, n, N, full, idx=None):
     bit), store back (pads: the all-ones key, indices >= n; ``idx``: the indices of the N
     slots, default the positions — sort_select's survivors).  Also checks that every group is a
     bijection of (thread, slot) onto the row and of the row onto shared memory."""
-    from baracuda_dsl.ops.sorting.kernels.sort_network import (BUCKET_THREADS, reg_bits, schedule,
+    from baracuda_dsl.ops.sorting.specs.sort_network import (BUCKET_THREADS, reg_bits, schedule,
                                                                slot_index, swizzle)
 
     TB, r = BUCKET_THREADS[N], reg_bits(N)
@@ -182,7 +182,7 @@ def emulate_bitonic(keys, n, N, full, idx=None):
 def test_network_schedule_and_banks():
     """Every stage of the plain bitonic network appears once, in order; shared-memory slots of a
     half warp hit distinct 8-byte bank pairs for every window (r = 3)."""
-    from baracuda_dsl.ops.sorting.kernels.sort_network import (BUCKET_THREADS, reg_bits, schedule,
+    from baracuda_dsl.ops.sorting.specs.sort_network import (BUCKET_THREADS, reg_bits, schedule,
                                                                slot_index, swizzle)
 
     for N in spec.BUCKETS:

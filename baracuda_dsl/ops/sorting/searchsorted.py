@@ -18,12 +18,13 @@ from typing import Tuple
 
 from ...dtypes import DType, float32, int32, int64
 from ...errors import InvalidProblemError, UnsupportedError
-from ...plan import (Plan, align_up, check_dtype, collapse_dims, plan_arch, prod, resolve_pref,
-                     view_arg)
+from ...jit import freeze_knobs
+from ...plan import Plan, align_up, check_dtype, collapse_dims, prod, view_arg
 from ...tensor import TensorView, check_shape, contiguous_strides
-from .specs import sort as spec
-from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 from .sort import SORT_DTYPES
+from .specs import sort as spec
+from .specs.sort import SearchsortedKnobs
 
 
 @dataclass(frozen=True)
@@ -70,14 +71,10 @@ def _rows_form(shape, strides):
 class SearchsortedPlan(Plan):
     """out = searchsorted(boundaries, queries, side, sorter) (numpy order: NaN last)."""
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        from ...jit import freeze_knobs
+    descriptor = SearchsortedDescriptor
 
-        pref = resolve_pref(pref)
-        if not isinstance(desc, SearchsortedDescriptor):
-            raise InvalidProblemError(f"SearchsortedPlan needs a SearchsortedDescriptor, got "
-                                      f"{type(desc).__name__}")
+    def _plan(self) -> None:
+        desc = self.desc
         b = check_shape(desc.boundaries_shape, "Searchsorted: boundaries")
         q = check_shape(desc.queries_shape, "Searchsorted: queries")
         if not b:
@@ -90,26 +87,23 @@ class SearchsortedPlan(Plan):
         if len(b) > 1 and (len(q) != len(b) or q[:-1] != b[:-1]):
             raise InvalidProblemError(f"Searchsorted: batched boundaries {b} need queries with "
                                       f"the same leading dims, got {q}")
-        plan = cls(desc, pref, None)
-        plan._arch = plan_arch(pref)
-        plan._b, plan._q = b, q
-        plan._n = b[-1]
-        plan._rows = prod(b[:-1])
-        plan._total = prod(q)
-        plan._m = q[-1] if len(b) > 1 else max(plan._total, 1)
-        if plan._n >= 2**62:
+        self._b, self._q = b, q
+        self._n = b[-1]
+        self._rows = prod(b[:-1])
+        self._total = prod(q)
+        self._m = q[-1] if len(b) > 1 else max(self._total, 1)
+        if self._n >= 2**62:
             raise UnsupportedError("Searchsorted: boundaries too long")
-        plan._knobs = dict(dtype=desc.dtype.short, out=desc.out_dtype.short)
-        plan._copy_b = len(b) > 2
+        self._knobs = SearchsortedKnobs(desc.dtype.short, desc.out_dtype.short)
+        self._copy_b = len(b) > 2
         nb = prod(b)
-        plan._ws_b = align_up(nb * desc.dtype.itemsize) if plan._copy_b else 0
-        plan._ws = plan._ws_b + (nb * 8 if (plan._copy_b and desc.has_sorter) else 0)
+        self._ws_b = align_up(nb * desc.dtype.itemsize) if self._copy_b else 0
+        self._ws = self._ws_b + (nb * 8 if (self._copy_b and desc.has_sorter) else 0)
         prec = PrecisionGuarantee(math_precision=desc.dtype, accumulator=desc.out_dtype,
                                   bit_stable_on_same_hardware=True, deterministic=True)
-        plan._sku = KernelSku(OpCategory.INDEXING, "searchsorted", desc.dtype, plan._arch,
+        self._sku = KernelSku(OpCategory.INDEXING, "searchsorted", desc.dtype, self._arch,
                               BackendKind.CUTE_DSL, prec, aux_element=desc.out_dtype,
-                              template=spec.SEARCHSORTED.name, knobs=freeze_knobs(plan._knobs))
-        return plan
+                              template=spec.SEARCHSORTED.name, knobs=freeze_knobs(self._knobs))
 
     def workspace_size(self) -> int:
         """0, or — for boundaries of rank ≥ 3 — room to densify boundaries (and sorter) when
@@ -119,7 +113,7 @@ class SearchsortedPlan(Plan):
     def is_empty(self) -> bool:
         return self._total == 0
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         b = view_arg(args.boundaries, "boundaries", shape=self._b, dtype=d.dtype)
         q = view_arg(args.queries, "queries", shape=self._q, dtype=d.dtype, device=b.device)
@@ -133,9 +127,6 @@ class SearchsortedPlan(Plan):
             raise InvalidProblemError("Searchsorted: sorter given but has_sorter=False")
         return b, q, out, srt
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
     def _dense(self, v: TensorView, ptr: int, stream: int):
         """Copy ``v`` into the dense buffer at ``ptr``; returns a (row, col) stride form."""
         from ..shape.repeat import StridedCopyArgs, strided_copy_plan
@@ -144,14 +135,8 @@ class SearchsortedPlan(Plan):
         strided_copy_plan(tuple(v.shape), v.dtype).run(StridedCopyArgs(v, dst), stream=stream)
         return self._b[-1], 1
 
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
-
-        b, q, out, srt = self._views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        s = stream_handle(stream)
+    def _launch(self, bound, s: int, ws: Workspace) -> None:
+        b, q, out, srt = bound
         bptr, sptr = b.ptr, (srt.ptr if srt is not None else 0)
         bform = _rows_form(self._b, tuple(b.strides))
         if bform is None:

@@ -12,7 +12,7 @@ Kernels (``ops/sorting/specs/sort.py``):
 * rows of ``n ≤ 4096`` — the small-row fast path: one CTA per row sorts (key, index) pairs
   with a register-blocked bitonic network (``sort_rows``, bucket 64 / 256 / 1024 / 4096; 8
   pairs per thread, the exchanges of up to 3 consecutive stages in registers between
-  swizzled shared-memory round trips — ops/sorting/kernels/sort_network.py); no workspace, one launch.
+  swizzled shared-memory round trips — ops/sorting/specs/sort_network.py); no workspace, one launch.
 * longer rows (any length < 2^31) — an LSD radix sort segmented by row over 8-bit digits
   (``bits/8`` passes: 1 for 8-bit dtypes, 2, 4, 8): ``radix_keys`` (strided gather →
   keys + int32 indices), per pass ``radix_upsweep`` (tile digit histograms), ``radix_scan``
@@ -37,11 +37,13 @@ from typing import Optional, Tuple
 
 from ...dtypes import ALL_DTYPES, DType, float32, int64
 from ...errors import InvalidProblemError, UnsupportedError
-from ...plan import (Plan, align_up, check_dtype, collapse_dims, norm_axis, plan_arch, prod,
-                     resolve_pref, view_arg)
+from ...jit import freeze_knobs
+from ...plan import Plan, align_up, check_dtype, collapse_dims, norm_axis, prod, view_arg
 from ...tensor import TensorView, check_shape, contiguous_strides
+from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 from .specs import sort as spec
-from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from .specs.sort import (RadixPassKnobs, RadixScanKnobs, SortDtypeKnobs, SortRowsKnobs,
+                         SortSelectKnobs)
 
 SORT_DTYPES = tuple(d for d in ALL_DTYPES if d.short in spec.SORT_DTYPES)
 _MAX_N = 2**31 - 1 - spec.RADIX_TILE
@@ -92,9 +94,26 @@ def radix_layout(rows: int, n: int, bits: int):
     return tuple(offs) + (acc,)
 
 
-def _precision(dt: DType) -> PrecisionGuarantee:
+def exact_precision(dt: DType) -> PrecisionGuarantee:
+    """The guarantee of plans that only move ``dt`` words: exact, deterministic."""
     return PrecisionGuarantee(math_precision=dt, accumulator=dt, bit_stable_on_same_hardware=True,
                               deterministic=True)
+
+
+def sort_operand(desc, allowed, what: str) -> None:
+    """Normalise a frozen descriptor's ``shape`` (a tuple) and check its ``dtype`` against
+    ``allowed`` (the ``__post_init__`` of the sorting descriptors)."""
+    object.__setattr__(desc, "shape", tuple(desc.shape))
+    object.__setattr__(desc, "dtype", check_dtype(desc.dtype, allowed, what))
+
+
+def check_k(k, lo: int, hi: int, what: str) -> int:
+    """``k`` as an int in ``[lo, hi]`` (InvalidProblemError otherwise)."""
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise InvalidProblemError(f"{what}: k must be an int, got {k!r}")
+    if not lo <= k <= hi:
+        raise InvalidProblemError(f"{what}: k={k} out of range [{lo}, {hi}]")
+    return k
 
 
 class RowSortPlanBase(Plan):
@@ -103,11 +122,10 @@ class RowSortPlanBase(Plan):
 
     _op = "sort"
 
-    def _setup(self, shape, axis, dt, descending: bool, col0: int, ncols: int, pref,
+    def _setup(self, shape, axis, dt, descending: bool, col0: int, ncols: int,
                out_keep: Tuple[int, ...], select: Optional[str] = None):
         """``select``: None (sort), 'topk' (columns [0, ncols) may come from sort_select) or
         'kth' (column col0 may come from sort_select)."""
-        self._arch = plan_arch(pref)
         self._shape, self._axis, self._dt = shape, axis, dt
         self._descending = bool(descending)
         geo_shape = shape if shape else (1,)
@@ -126,27 +144,24 @@ class RowSortPlanBase(Plan):
         if select is not None and self._n:
             self._select_kb = select_kb(self._n, col0 + ncols, select == "kth")
         if self._select_kb is not None:
-            knobs = dict(dtype=dt.short, kb=self._select_kb)
+            knobs = SortSelectKnobs(dt.short, self._select_kb)
             tmpl = spec.SORT_SELECT
             self._ws = 0
         elif self._bucket is not None:
-            knobs = dict(dtype=dt.short, bucket=self._bucket)
+            knobs = SortRowsKnobs(dt.short, self._bucket)
             tmpl = spec.SORT_ROWS
             self._ws = 0
         else:
-            knobs = dict(dtype=dt.short)
+            knobs = SortDtypeKnobs(dt.short)
             tmpl = spec.RADIX_KEYS
             self._ws = radix_layout(self._rows, self._n, self._bits)[-1]
         self._knobs = knobs
-        from ...jit import freeze_knobs
-
         self._sku = KernelSku(OpCategory.INDEXING, self._op, dt, self._arch, BackendKind.CUTE_DSL,
-                              _precision(dt), aux_element=int64, template=tmpl.name,
+                              exact_precision(dt), aux_element=int64, template=tmpl.name,
                               knobs=freeze_knobs(knobs))
-        kb = spec.kbits_for(dt.short)
-        self._kb_knobs = dict(kbits=kb)
-        self._scan_knobs = dict(threads=spec.RADIX_THREADS)
-        self._gather_knobs = dict(dtype=dt.short)
+        self._kb_knobs = RadixPassKnobs(spec.kbits_for(dt.short))
+        self._scan_knobs = RadixScanKnobs(spec.RADIX_THREADS)
+        self._gather_knobs = SortDtypeKnobs(dt.short)
 
     def workspace_size(self) -> int:
         """0 for rows ≤ 4096 elements; else the radix sort's buffers (see radix_layout)."""
@@ -161,9 +176,9 @@ class RowSortPlanBase(Plan):
                                    f"{v.strides} for shape {v.shape}); strided outputs are not "
                                    f"wired")
 
-    def _sort(self, x: TensorView, vals: Optional[TensorView], idx: Optional[TensorView],
-              stream: int, ws) -> None:
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
         """Launch the sort of every row; write the selected columns."""
+        x, vals, idx = bound
         n, rows, (sa, oa), e, (ss, os_) = row_geometry(
             self._shape, self._axis, tuple(x.strides) if self._shape else (0,),
             self._out_strides if self._shape else (0,))
@@ -213,18 +228,6 @@ class RowSortPlanBase(Plan):
             gk.launch((-(-self._ncols // cpc), rc, 1),
                       [x.ptr, vp, src_i, src_k, ip, n, row0, desc, wv, wi, self._col0,
                        self._ncols, sa, oa, *e, *ss, *os_], stream)
-
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
-
-        x, vals, idx = self._views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        self._sort(x, vals, idx, stream_handle(stream), ws)
 
     def _io_views(self, args_x, args_vals, args_idx, out_shape, need_one=True):
         x = view_arg(args_x, "x", shape=self._shape, dtype=self._dt)
@@ -280,8 +283,7 @@ class SortDescriptor:
     stable: bool = True
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(self.shape))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, SORT_DTYPES, "Sort"))
+        sort_operand(self, SORT_DTYPES, "Sort")
 
 
 @dataclass
@@ -298,24 +300,19 @@ class SortPlan(RowSortPlanBase):
     """values, indices = sort(x, axis, descending) — stable; NaNs last ascending / first
     descending; ±0 equal.  Workspace for rows > 4096 elements (workspace_size())."""
 
+    descriptor = SortDescriptor
     _op = "sort"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        pref = resolve_pref(pref)
-        if not isinstance(desc, SortDescriptor):
-            raise InvalidProblemError(f"{cls.__name__} needs a SortDescriptor, got "
-                                      f"{type(desc).__name__}")
+    def _plan(self) -> None:
+        desc = self.desc
         shape = check_shape(desc.shape, "Sort: x")
         axis = norm_axis(desc.axis, len(shape), "Sort")
         _check_flag(desc.descending, "descending", "Sort")
         _check_flag(desc.stable, "stable", "Sort")
-        plan = cls(desc, pref, None)
         n = (shape or (1,))[axis]
-        plan._setup(shape, axis, desc.dtype, desc.descending, 0, n, pref, shape)
-        return plan
+        self._setup(shape, axis, desc.dtype, desc.descending, 0, n, shape)
 
-    def _views(self, args):
+    def _bind(self, args):
         return self._io_views(args.x, args.values, args.indices, self._shape)
 
 
@@ -338,14 +335,7 @@ class ArgsortPlan(SortPlan):
 
     _op = "argsort"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        if not isinstance(desc, SortDescriptor):
-            raise InvalidProblemError(f"ArgsortPlan needs an ArgsortDescriptor, got "
-                                      f"{type(desc).__name__}")
-        return super().select(desc, pref)
-
-    def _views(self, args):
+    def _bind(self, args):
         return self._io_views(args.x, None, args.indices, self._shape)
 
 
@@ -357,8 +347,7 @@ class MsortDescriptor:
     dtype: DType = float32
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(self.shape))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, SORT_DTYPES, "Msort"))
+        sort_operand(self, SORT_DTYPES, "Msort")
 
 
 @dataclass
@@ -372,22 +361,16 @@ class MsortArgs:
 class MsortPlan(RowSortPlanBase):
     """values = msort(x) = sort(x, axis=0) (ascending, stable)."""
 
+    descriptor = MsortDescriptor
     _op = "msort"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        pref = resolve_pref(pref)
-        if not isinstance(desc, MsortDescriptor):
-            raise InvalidProblemError(f"MsortPlan needs an MsortDescriptor, got "
-                                      f"{type(desc).__name__}")
-        shape = check_shape(desc.shape, "Msort: x")
+    def _plan(self) -> None:
+        shape = check_shape(self.desc.shape, "Msort: x")
         if not shape:
             raise InvalidProblemError("Msort: x must have rank >= 1")
-        plan = cls(desc, pref, None)
-        plan._setup(shape, 0, desc.dtype, False, 0, shape[0], pref, shape)
-        return plan
+        self._setup(shape, 0, self.desc.dtype, False, 0, shape[0], shape)
 
-    def _views(self, args):
+    def _bind(self, args):
         return self._io_views(args.x, args.values, None, self._shape)
 
 
@@ -406,8 +389,7 @@ class TopkDescriptor:
     sorted: bool = True
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(self.shape))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, SORT_DTYPES, "Topk"))
+        sort_operand(self, SORT_DTYPES, "Topk")
 
     @property
     def out_shape(self) -> Tuple[int, ...]:
@@ -426,38 +408,25 @@ class TopkArgs:
     indices: object = None
 
 
-def _check_k(k, lo: int, hi: int, what: str) -> int:
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise InvalidProblemError(f"{what}: k must be an int, got {k!r}")
-    if not lo <= k <= hi:
-        raise InvalidProblemError(f"{what}: k={k} out of range [{lo}, {hi}]")
-    return k
-
-
 class TopkPlan(RowSortPlanBase):
     """values, indices = topk(x, k, axis, largest): the first k columns of the stable sort
     (descending for largest; NaN counts as the largest value, like torch).  Sorted output.
     Rows ≤ 4096 with a small k: radix select + sort of the survivors (``sort_select``)."""
 
+    descriptor = TopkDescriptor
     _op = "topk"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        pref = resolve_pref(pref)
-        if not isinstance(desc, TopkDescriptor):
-            raise InvalidProblemError(f"TopkPlan needs a TopkDescriptor, got "
-                                      f"{type(desc).__name__}")
+    def _plan(self) -> None:
+        desc = self.desc
         shape = check_shape(desc.shape, "Topk: x")
         axis = norm_axis(desc.axis, len(shape), "Topk")
         n = (shape or (1,))[axis]
-        k = _check_k(desc.k, 0, n, "Topk")
+        k = check_k(desc.k, 0, n, "Topk")
         _check_flag(desc.largest, "largest", "Topk")
-        plan = cls(desc, pref, None)
-        plan._out = desc.out_shape
-        plan._setup(shape, axis, desc.dtype, desc.largest, 0, k, pref, plan._out, "topk")
-        return plan
+        self._out = desc.out_shape
+        self._setup(shape, axis, desc.dtype, desc.largest, 0, k, self._out, "topk")
 
-    def _views(self, args):
+    def _bind(self, args):
         return self._io_views(args.x, args.values, args.indices, self._out)
 
 
@@ -473,8 +442,7 @@ class KthvalueDescriptor:
     keepdims: bool = False
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(self.shape))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, SORT_DTYPES, "Kthvalue"))
+        sort_operand(self, SORT_DTYPES, "Kthvalue")
 
     @property
     def keep_shape(self) -> Tuple[int, ...]:
@@ -505,25 +473,20 @@ class KthvaluePlan(RowSortPlanBase):
     sort (NaN largest); the index is the first occurrence in that order.  Rows of
     257..4096: radix select (``sort_select``, kb=0), no sort."""
 
+    descriptor = KthvalueDescriptor
     _op = "kthvalue"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        pref = resolve_pref(pref)
-        if not isinstance(desc, KthvalueDescriptor):
-            raise InvalidProblemError(f"KthvaluePlan needs a KthvalueDescriptor, got "
-                                      f"{type(desc).__name__}")
+    def _plan(self) -> None:
+        desc = self.desc
         shape = check_shape(desc.shape, "Kthvalue: x")
         axis = norm_axis(desc.axis, len(shape), "Kthvalue")
         n = (shape or (1,))[axis]
         if n == 0:
             raise InvalidProblemError("Kthvalue: the reduced axis has extent 0")
-        k = _check_k(desc.k, 1, n, "Kthvalue")
+        k = check_k(desc.k, 1, n, "Kthvalue")
         _check_flag(desc.keepdims, "keepdims", "Kthvalue")
-        plan = cls(desc, pref, None)
-        plan._out = desc.out_shape
-        plan._setup(shape, axis, desc.dtype, False, k - 1, 1, pref, desc.keep_shape, "kth")
-        return plan
+        self._out = desc.out_shape
+        self._setup(shape, axis, desc.dtype, False, k - 1, 1, desc.keep_shape, "kth")
 
-    def _views(self, args):
+    def _bind(self, args):
         return self._io_views(args.x, args.values, args.indices, self._out)

@@ -17,31 +17,38 @@ from typing import Tuple
 
 from ...dtypes import FP4, DType, float32, int64
 from ...errors import InvalidProblemError, UnsupportedError
-from ...plan import Plan, check_dtype, plan_arch, prod, resolve_pref, view_arg
+from ...jit import freeze_knobs
+from ...plan import Plan, norm_axis, prod, view_arg
 from ...tensor import check_shape, contiguous_strides
+from ...vocabulary import BackendKind, KernelSku, OpCategory, Workspace
+from .sort import check_k, exact_precision, row_geometry, sort_operand
 from .specs import sort as spec
-from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
-from .sort import _check_k, norm_axis, row_geometry
+from .specs.sort import ScatterBackwardKnobs
 
 
 class _ScatterBackwardBase(Plan):
+    """Shared SKU, checks and launches of the three backward plans: each ``_plan`` calls
+    ``_setup`` with x's shape, the axis, the selected column count and the shapes of the
+    selected (keep-dims) view and of dy."""
+
     _op = "sort_backward"
 
-    def _setup(self, shape, axis, dt, ncols: int, sel_shape, dy_shape, pref):
-        from ...jit import freeze_knobs
-
-        self._arch = plan_arch(pref)
-        self._shape, self._axis, self._dt = shape, axis, dt
+    def _setup(self, shape, axis, ncols: int, sel_shape, dy_shape):
+        dt = self._dt = self.desc.dtype
+        self._shape, self._axis = shape, axis
         self._n = (shape or (1,))[axis]
         self._ncols, self._sel_shape, self._dy_shape = ncols, sel_shape, dy_shape
         self._dx_strides = contiguous_strides(shape)
-        self._zero_knobs = dict(itemsize=dt.itemsize, mode="zero")
-        self._knobs = dict(itemsize=dt.itemsize, mode="scatter")
-        prec = PrecisionGuarantee(math_precision=dt, accumulator=dt,
-                                  bit_stable_on_same_hardware=True, deterministic=True)
+        self._zero_knobs = ScatterBackwardKnobs(dt.itemsize, "zero")
+        self._knobs = ScatterBackwardKnobs(dt.itemsize, "scatter")
         self._sku = KernelSku(OpCategory.INDEXING, self._op, dt, self._arch,
-                              BackendKind.CUTE_DSL, prec, aux_element=int64,
+                              BackendKind.CUTE_DSL, exact_precision(dt), aux_element=int64,
                               template=spec.SORT_SCATTER_BW.name, knobs=freeze_knobs(self._knobs))
+
+    def _axis_of(self, what: str):
+        """(x's shape, the normalised axis) of the descriptor."""
+        shape = check_shape(self.desc.shape, f"{what}: x")
+        return shape, norm_axis(self.desc.axis, len(shape), what)
 
     def is_empty(self) -> bool:
         return prod(self._shape) == 0
@@ -52,7 +59,7 @@ class _ScatterBackwardBase(Plan):
             return tuple(strides)
         return tuple(strides[:self._axis]) + (0,) + tuple(strides[self._axis:])
 
-    def _views(self, args):
+    def _bind(self, args):
         dy = view_arg(args.dy, "dy", shape=self._dy_shape, dtype=self._dt)
         idx = view_arg(args.indices, "indices", shape=self._dy_shape, dtype=int64,
                        device=dy.device)
@@ -62,17 +69,8 @@ class _ScatterBackwardBase(Plan):
                                    f"strided gradients are not wired")
         return dy, idx, dx
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
-
-        dy, idx, dx = self._views(args)
-        self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        s = stream_handle(stream)
+    def _launch(self, bound, s: int, ws: Workspace) -> None:
+        dy, idx, dx = bound
         t = spec.ELEM_THREADS
         dev = dx.device
         if self._ncols < self._n:
@@ -105,8 +103,7 @@ class SortBackwardDescriptor:
     dtype: DType = float32
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(self.shape))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, _BW_DTYPES, "SortBackward"))
+        sort_operand(self, _BW_DTYPES, "SortBackward")
 
 
 @dataclass
@@ -121,19 +118,12 @@ class SortBackwardArgs:
 class SortBackwardPlan(_ScatterBackwardBase):
     """dx[..., indices[..., j]] = dy[..., j] (a permutation scatter); bit-exact, deterministic."""
 
+    descriptor = SortBackwardDescriptor
     _op = "sort_backward"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        pref = resolve_pref(pref)
-        if not isinstance(desc, SortBackwardDescriptor):
-            raise InvalidProblemError(f"SortBackwardPlan needs a SortBackwardDescriptor, got "
-                                      f"{type(desc).__name__}")
-        shape = check_shape(desc.shape, "SortBackward: x")
-        axis = norm_axis(desc.axis, len(shape), "SortBackward")
-        plan = cls(desc, pref, None)
-        plan._setup(shape, axis, desc.dtype, (shape or (1,))[axis], shape, shape, pref)
-        return plan
+    def _plan(self) -> None:
+        shape, axis = self._axis_of("SortBackward")
+        self._setup(shape, axis, (shape or (1,))[axis], shape, shape)
 
 
 @dataclass(frozen=True)
@@ -146,37 +136,25 @@ class TopkBackwardDescriptor:
     dtype: DType = float32
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(self.shape))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, _BW_DTYPES, "TopkBackward"))
+        sort_operand(self, _BW_DTYPES, "TopkBackward")
 
 
 @dataclass
-class TopkBackwardArgs:
+class TopkBackwardArgs(SortBackwardArgs):
     """dy, indices (int64): the top-k output shape, any strides; dx: dense, x's shape."""
-
-    dy: object
-    indices: object
-    dx: object
 
 
 class TopkBackwardPlan(_ScatterBackwardBase):
     """dx = 0; dx[..., indices[..., c]] = dy[..., c] for c < k; deterministic."""
 
+    descriptor = TopkBackwardDescriptor
     _op = "topk_backward"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        pref = resolve_pref(pref)
-        if not isinstance(desc, TopkBackwardDescriptor):
-            raise InvalidProblemError(f"TopkBackwardPlan needs a TopkBackwardDescriptor, got "
-                                      f"{type(desc).__name__}")
-        shape = check_shape(desc.shape, "TopkBackward: x")
-        axis = norm_axis(desc.axis, len(shape), "TopkBackward")
-        k = _check_k(desc.k, 0, (shape or (1,))[axis], "TopkBackward")
+    def _plan(self) -> None:
+        shape, axis = self._axis_of("TopkBackward")
+        k = check_k(self.desc.k, 0, (shape or (1,))[axis], "TopkBackward")
         sel = shape[:axis] + (k,) + shape[axis + 1:] if shape else ()
-        plan = cls(desc, pref, None)
-        plan._setup(shape, axis, desc.dtype, k, sel, sel, pref)
-        return plan
+        self._setup(shape, axis, k, sel, sel)
 
 
 @dataclass(frozen=True)
@@ -189,37 +167,24 @@ class KthvalueBackwardDescriptor:
     keepdims: bool = False
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(self.shape))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, _BW_DTYPES,
-                                                      "KthvalueBackward"))
+        sort_operand(self, _BW_DTYPES, "KthvalueBackward")
 
 
 @dataclass
-class KthvalueBackwardArgs:
+class KthvalueBackwardArgs(SortBackwardArgs):
     """dy, indices (int64): kthvalue's output shape, any strides; dx: dense, x's shape."""
-
-    dy: object
-    indices: object
-    dx: object
 
 
 class KthvalueBackwardPlan(_ScatterBackwardBase):
     """dx = 0; dx[..., indices[...], ...] = dy[...]; deterministic."""
 
+    descriptor = KthvalueBackwardDescriptor
     _op = "kthvalue_backward"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        pref = resolve_pref(pref)
-        if not isinstance(desc, KthvalueBackwardDescriptor):
-            raise InvalidProblemError(f"KthvalueBackwardPlan needs a KthvalueBackwardDescriptor, "
-                                      f"got {type(desc).__name__}")
-        shape = check_shape(desc.shape, "KthvalueBackward: x")
-        axis = norm_axis(desc.axis, len(shape), "KthvalueBackward")
+    def _plan(self) -> None:
+        shape, axis = self._axis_of("KthvalueBackward")
         if (shape or (1,))[axis] == 0:
             raise InvalidProblemError("KthvalueBackward: the reduced axis has extent 0")
         keep = shape[:axis] + (1,) + shape[axis + 1:] if shape else ()
-        dy_shape = keep if (desc.keepdims or not shape) else shape[:axis] + shape[axis + 1:]
-        plan = cls(desc, pref, None)
-        plan._setup(shape, axis, desc.dtype, 1, keep, dy_shape, pref)
-        return plan
+        dy_shape = keep if (self.desc.keepdims or not shape) else shape[:axis] + shape[axis + 1:]
+        self._setup(shape, axis, 1, keep, dy_shape)

@@ -29,16 +29,15 @@ from dataclasses import dataclass
 
 from ...dtypes import DType, bool_ as bool_dt, int64
 from ...errors import DriverError, InvalidProblemError
-from ...plan import Plan, align_up, check_dtype, plan_arch, resolve_pref, view_arg
+from ...plan import align_up, check_dtype, view_arg
 from ...tensor import TensorView
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
-from ..scan.compaction import CompactArgs, CompactDescriptor, CompactPlan
 from ..elementwise.elementwise import ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan
 from ..indexing.gather import GatherPlan, IndexCopyArgs, IndexCopyDescriptor, ScatterPlan
+from ..reduction.composites import CompositePlan
+from ..scan.compaction import CompactArgs, CompactDescriptor, CompactPlan
 from ..scan.scan import ScanArgs, ScanDescriptor, ScanPlan
 from .sort import SORT_DTYPES, SortArgs, SortDescriptor, SortPlan
-
-
 
 
 @dataclass(frozen=True)
@@ -73,75 +72,54 @@ class UniqueArgs:
     counts: object = None
 
 
-class _Scratch:
-    """Typed 1-D views into the plan's workspace."""
-
-    def __init__(self, ws: Workspace, dev: int):
-        self.base, self.dev = ws.ptr, dev
-
-    def view(self, off: int, n: int, dt: DType, owner=None) -> TensorView:
-        return TensorView._trusted(self.base + off, (n,), (1,), dt, self.dev, owner)
-
-
 def _sub(v: TensorView, start: int, stop: int) -> TensorView:
     s = v.strides[0]
     return TensorView._trusted(v.ptr + start * s * v.itemsize, (stop - start,), (s,), v.dtype,
                                v.device, None)
 
 
-class UniquePlan(Plan):
+class UniquePlan(CompositePlan):
     """Sorted unique values (+ first indices, inverse, counts) of a 1-D array; see module doc."""
 
+    descriptor = UniqueDescriptor
     _consecutive = False
 
-    @classmethod
-    def select(cls, desc: UniqueDescriptor, pref=None) -> "UniquePlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, UniqueDescriptor):
-            raise InvalidProblemError(f"{cls.__name__} needs a UniqueDescriptor, got "
-                                      f"{type(desc).__name__}")
-        arch = plan_arch(pref)
+    def _plan(self) -> None:
+        desc, pref = self.desc, self.pref
         n, dt = desc.n, desc.dtype
-        plan = cls(desc, pref, None)
-        plan._arch = arch
         m = max(n, 1)
-        plan._sort = None if cls._consecutive else SortPlan.select(
+        self._sort = None if self._consecutive else SortPlan.select(
             SortDescriptor((m,), 0, dt), pref)
-        plan._ne = ElementwisePlan.select(ElementwiseDescriptor(
+        self._ne = ElementwisePlan.select(ElementwiseDescriptor(
             "not_equal", ((max(n - 1, 1),), (max(n - 1, 1),)), dt, None, (), None), pref)
-        plan._compact = CompactPlan.select(CompactDescriptor((m,), bool_dt, "flat"), pref)
-        plan._gather_v = GatherPlan.select(IndexCopyDescriptor(m, m, dt), pref)
-        plan._gather_i = GatherPlan.select(IndexCopyDescriptor(m, m, int64), pref)
-        plan._scatter1 = ScatterPlan.select(IndexCopyDescriptor(1, m + 1, int64), pref)
-        plan._scatter_i = ScatterPlan.select(IndexCopyDescriptor(m, m, int64), pref)
-        plan._diff = ElementwisePlan.select(ElementwiseDescriptor(
+        self._compact = CompactPlan.select(CompactDescriptor((m,), bool_dt, "flat"), pref)
+        self._gather_v = GatherPlan.select(IndexCopyDescriptor(m, m, dt), pref)
+        self._gather_i = GatherPlan.select(IndexCopyDescriptor(m, m, int64), pref)
+        self._scatter1 = ScatterPlan.select(IndexCopyDescriptor(1, m + 1, int64), pref)
+        self._scatter_i = ScatterPlan.select(IndexCopyDescriptor(m, m, int64), pref)
+        self._diff = ElementwisePlan.select(ElementwiseDescriptor(
             "subtract", ((m,), (m,)), int64, None, (), None), pref)
-        plan._dec = ElementwisePlan.select(ElementwiseDescriptor(
+        self._dec = ElementwisePlan.select(ElementwiseDescriptor(
             "subtract", ((m,), None), int64, None, (), None), pref)
-        plan._scan = ScanPlan.select(ScanDescriptor((m,), 0, "cumsum", bool_dt), pref)
-        # workspace layout
-        off = 0
-        lay = {}
-        for name, nbytes in (("s", 0 if cls._consecutive else m * dt.itemsize),
-                             ("perm", 0 if cls._consecutive else m * 8),
+        self._scan = ScanPlan.select(ScanDescriptor((m,), 0, "cumsum", bool_dt), pref)
+        # workspace: sorted copy, permutation, flags, starts, n, group ids, then the sub-plans'
+        for name, nbytes in (("s", 0 if self._consecutive else m * dt.itemsize),
+                             ("perm", 0 if self._consecutive else m * 8),
                              ("flags", m), ("starts", (m + 1) * 8), ("nval", 8),
                              ("group", m * 8)):
-            lay[name] = off
-            off += align_up(nbytes)
-        sub = max(plan._compact.workspace_size(), plan._scan.workspace_size(),
-                  0 if plan._sort is None else plan._sort.workspace_size())
-        lay["sub"] = off
-        plan._lay, plan._ws = lay, off + align_up(sub)
+            self._slot(name, nbytes)
+        sub = max(self._compact.workspace_size(), self._scan.workspace_size(),
+                  0 if self._sort is None else self._sort.workspace_size())
+        self._ws = self._off + align_up(sub)
         pg = PrecisionGuarantee(math_precision=dt, accumulator=int64)
-        plan._sku = KernelSku(OpCategory.SORT, "unique_consecutive" if cls._consecutive else
-                              "unique", dt, arch, BackendKind.CUTE_DSL, pg, aux_element=int64,
-                              template="composite")
-        return plan
+        self._sku = KernelSku(OpCategory.SORT, "unique_consecutive" if self._consecutive else
+                              "unique", dt, self._arch, BackendKind.CUTE_DSL, pg,
+                              aux_element=int64, template="composite")
 
-    def workspace_size(self) -> int:
-        return self._ws
+    def is_empty(self) -> bool:
+        return False  # the count (0 for an empty x) is always written
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         x = view_arg(args.x, "x", shape=(d.n,), dtype=d.dtype)
         dev = x.device
@@ -164,33 +142,30 @@ class UniquePlan(Plan):
                 out(args.inverse, "inverse", int64, d.return_inverse),
                 out(args.counts, "counts", int64, d.return_counts))
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
+    def _launch(self, bound, st: int, ws: Workspace) -> None:
         from ...runtime.memory import memset_d8
-        from ...runtime.stream import stream_handle
 
-        x, vals, cnt, idx, inv, counts = self._views(args)
-        ws = self.check_workspace(workspace)
-        st = stream_handle(stream)
-        n, dev, lay = self.desc.n, x.device, self._lay
+        x, vals, cnt, idx, inv, counts = bound
+        n, dev = self.desc.n, x.device
         if n == 0:
             memset_d8(cnt.ptr, 0, 8, st)
             return
-        sc = _Scratch(ws, dev)
-        sub = Workspace(ws.ptr + lay["sub"], ws.nbytes - lay["sub"], None)
+
+        def tmp(name, length, dt):
+            return self._tmp(ws, name, (length,), dt, dev)
+
+        sub = self._sub_ws(ws)
         if self._consecutive:
             s, perm = x, None
         else:
-            s, perm = sc.view(lay["s"], n, self.desc.dtype), sc.view(lay["perm"], n, int64)
+            s, perm = tmp("s", n, self.desc.dtype), tmp("perm", n, int64)
             self._sort.run(SortArgs(x, s, perm), st, sub)
-        flags = sc.view(lay["flags"], n, bool_dt)
+        flags = tmp("flags", n, bool_dt)
         memset_d8(flags.ptr, 1, 1, st)
         if n > 1:
             self._ne.run(ElementwiseArgs([_sub(s, 1, n), _sub(s, 0, n - 1)], [_sub(flags, 1, n)]),
                          st)
-        starts = sc.view(lay["starts"], n + 1, int64)
+        starts = tmp("starts", n + 1, int64)
         self._compact.run_count(CompactArgs(flags, cnt), st, sub)
         self._compact.run_scatter(CompactArgs(flags, cnt, _sub(starts, 0, n)), st, sub)
         self._gather_v.run(IndexCopyArgs(s, _sub(starts, 0, n), vals), st)
@@ -202,7 +177,7 @@ class UniquePlan(Plan):
         if counts is not None:
             from cuda.bindings import driver
 
-            nval = sc.view(lay["nval"], 1, int64)  # n as an int64: two 32-bit word memsets
+            nval = tmp("nval", 1, int64)  # n as an int64: two 32-bit word memsets
             for half, word in ((0, n & 0xFFFFFFFF), (4, n >> 32)):
                 (err,) = driver.cuMemsetD32Async(nval.ptr + half, word, 1, st)
                 if err:
@@ -212,7 +187,7 @@ class UniquePlan(Plan):
             self._diff.run(ElementwiseArgs([_sub(starts, 1, n + 1), _sub(starts, 0, n)],
                                            [counts]), st)
         if inv is not None:
-            group = sc.view(lay["group"], n, int64)
+            group = tmp("group", n, int64)
             self._scan.run(ScanArgs(flags, group), st, sub)
             if perm is None:
                 self._dec.run(ElementwiseArgs([group, 1], [inv]), st)

@@ -17,8 +17,9 @@ THREADS = 256
 ITEMS = 8
 
 
-def build(knobs: dict):
-    short = knobs["dtype"]
+def build(knobs):
+    """``knobs``: a :class:`~baracuda_dsl.ops.sorting.specs.sort.SortDtypeKnobs`."""
+    short = knobs.dtype
     bits, _ = KEY_INFO[short]
     KT = key_type(bits)
     W = WORD[bits]

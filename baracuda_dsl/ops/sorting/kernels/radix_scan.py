@@ -15,7 +15,9 @@ from .sort_common import block_exclusive_scan, gload, gstore
 THREADS, BINS = 256, 256
 
 
-def build(knobs: dict):
+def build(knobs):
+    """``knobs``: a :class:`~baracuda_dsl.ops.sorting.specs.sort.RadixScanKnobs` (one SKU)."""
+
     @cute.kernel
     def kernel(pcounts: cute.Pointer, ptotals: cute.Pointer, tiles: Int64, row0: Int64):
         tidx, _, _ = cute.arch.thread_idx()

@@ -37,9 +37,10 @@ def smem_need(kbits: int) -> int:
     return TILE * (kbits // 8 + 4) + 2 * BINS * 4 + WARPS * HB * 4 + 128 + 64
 
 
-def build(knobs: dict):
-    KT = key_type(int(knobs["kbits"]))
-    smem_bytes = smem_need(int(knobs["kbits"]))
+def build(knobs):
+    """``knobs``: a :class:`~baracuda_dsl.ops.sorting.specs.sort.RadixPassKnobs`."""
+    KT = key_type(knobs.kbits)
+    smem_bytes = smem_need(knobs.kbits)
 
     @cute.kernel
     def kernel(pkin: cute.Pointer, piin: cute.Pointer, pkout: cute.Pointer, piout: cute.Pointer,

@@ -16,8 +16,9 @@ THREADS, ITEMS, BINS = 256, 16, 256
 TILE = THREADS * ITEMS
 
 
-def build(knobs: dict):
-    KT = key_type(int(knobs["kbits"]))
+def build(knobs):
+    """``knobs``: a :class:`~baracuda_dsl.ops.sorting.specs.sort.RadixPassKnobs`."""
+    KT = key_type(knobs.kbits)
     smem_bytes = BINS * 4 + 64
 
     @cute.kernel

@@ -24,11 +24,12 @@ from .sort_common import KEY_INFO, WORD, dims_args, gload, gstore, make_key, sel
 THREADS = 256
 
 
-def build(knobs: dict):
-    short = knobs["dtype"]
+def build(knobs):
+    """``knobs``: a :class:`~baracuda_dsl.ops.sorting.specs.sort.SearchsortedKnobs`."""
+    short = knobs.dtype
     bits, _ = KEY_INFO[short]
     W = WORD[bits]
-    OT = Int64 if knobs["out"] == "i64" else Int32
+    OT = Int64 if knobs.out == "i64" else Int32
 
     @cute.kernel
     def kernel(pb: cute.Pointer, pq: cute.Pointer, ps: cute.Pointer, pout: cute.Pointer,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from cutlass import Int32, Uint64
 
 from .sort_common import sel
-from .sort_network import BUCKET_THREADS, reg_bits, schedule, slot_index, swizzle
+from ..specs.sort_network import BUCKET_THREADS, reg_bits, schedule, slot_index, swizzle
 
 
 class BlockNetwork:

@@ -23,8 +23,9 @@ THREADS = 256
 ITEMS = 8
 
 
-def build(knobs: dict):
-    short = knobs["dtype"]
+def build(knobs):
+    """``knobs``: a :class:`~baracuda_dsl.ops.sorting.specs.sort.SortDtypeKnobs`."""
+    short = knobs.dtype
     bits, kind = KEY_INFO[short]
     isz = bits // 8
     W = WORD[bits]

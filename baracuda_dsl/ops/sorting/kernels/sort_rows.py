@@ -26,12 +26,13 @@ from cutlass import Int32, Int64, Uint64, const_expr
 from .sort_common import (KEY_INFO, WORD, decode_key, dims_args, gload, gstore, key_needs_source,
                           key_type, make_key, row_offset7, sel)
 from .sort_block import BlockNetwork
-from .sort_network import BUCKET_THREADS, reg_bits, swizzle
+from ..specs.sort_network import BUCKET_THREADS, reg_bits, swizzle
 
 
-def build(knobs: dict):
-    short = knobs["dtype"]
-    N = int(knobs["bucket"])
+def build(knobs):
+    """``knobs``: a :class:`~baracuda_dsl.ops.sorting.specs.sort.SortRowsKnobs`."""
+    short = knobs.dtype
+    N = knobs.bucket
     TB = BUCKET_THREADS[N]
     r = reg_bits(N)
     R = 1 << r

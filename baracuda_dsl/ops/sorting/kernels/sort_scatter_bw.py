@@ -19,10 +19,11 @@ from .sort_common import WORD, dims_args, gload, gstore, row_offset7
 THREADS = 256
 
 
-def build(knobs: dict):
-    isz = int(knobs["itemsize"])
+def build(knobs):
+    """``knobs``: a :class:`~baracuda_dsl.ops.sorting.specs.sort.ScatterBackwardKnobs`."""
+    isz = knobs.itemsize
     W = WORD[isz * 8]
-    zero = knobs["mode"] == "zero"
+    zero = knobs.mode == "zero"
 
     @cute.kernel
     def kernel(pdy: cute.Pointer, pidx: cute.Pointer, pdx: cute.Pointer, n: Int64, total: Int64,

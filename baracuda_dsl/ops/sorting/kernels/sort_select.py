@@ -58,9 +58,10 @@ def smem_need(dtype: str, kb: int) -> int:
     return NMAX * kbytes + BINS * 4 + WARPS * 4 + 16 + 16 + surv + 128
 
 
-def build(knobs: dict):
-    short = knobs["dtype"]
-    KB = int(knobs["kb"])
+def build(knobs):
+    """``knobs``: a :class:`~baracuda_dsl.ops.sorting.specs.sort.SortSelectKnobs`."""
+    short = knobs.dtype
+    KB = knobs.kb
     SORTK = KB > 0
     bits, _ = KEY_INFO[short]
     KT = key_type(bits)
