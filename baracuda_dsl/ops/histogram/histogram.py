@@ -25,9 +25,11 @@ from typing import Optional
 
 from ...dtypes import DType, FP4, dtype as as_dtype, float32, float64, int64
 from ...errors import InvalidProblemError, UnsupportedError
-from ...plan import Plan, check_dtype, plan_arch, resolve_pref, view_arg
+from ...jit import freeze_knobs
+from ...plan import Plan, check_dtype, view_arg
+from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 from .specs import histogram as spec
-from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from .specs.histogram import HistogramKnobs
 
 _INT = tuple(as_dtype(s) for s in spec.INT_VALUES)
 _FLOAT = tuple(as_dtype(s) for s in spec.FLOAT_VALUES)
@@ -110,30 +112,30 @@ class CountArgs:
 
 
 class _CountPlan(Plan):
-    _mode = "bincount"
+    """The one counting launch behind BincountPlan and HistogramPlan; ``_range()`` gives the
+    kernel's mode and the [lo, hi] range of uniform bins."""
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        pref = resolve_pref(pref)
-        mode = getattr(desc, "mode", "bincount")
-        arch = plan_arch(pref)
-        plan = cls(desc, pref, None)
-        plan._arch = arch
-        plan._knobs = dict(mode=mode, dtype=desc.dtype.short,
-                           weights="none" if desc.weights is None else desc.weights.short)
-        acc = desc.out_dtype
+    def _range(self):
+        raise NotImplementedError
+
+    def _plan(self) -> None:
+        desc = self.desc
+        mode, self._lo, self._hi = self._range()
+        self._mode = mode
+        self._knobs = HistogramKnobs(mode, desc.dtype.short,
+                                     "none" if desc.weights is None else desc.weights.short)
         pg = PrecisionGuarantee(math_precision=float64 if mode != "bincount" else int64,
-                                accumulator=acc, bit_stable_on_same_hardware=desc.weights is None,
+                                accumulator=desc.out_dtype,
+                                bit_stable_on_same_hardware=desc.weights is None,
                                 deterministic=desc.weights is None)
-        plan._sku = KernelSku(OpCategory.SORT, cls._op, desc.dtype, arch, BackendKind.CUTE_DSL,
-                              pg, aux_element=desc.weights, template=spec.HISTOGRAM.name,
-                              knobs=tuple(sorted(plan._knobs.items())))
-        return plan
+        self._sku = KernelSku(OpCategory.SORT, self._op, desc.dtype, self._arch,
+                              BackendKind.CUTE_DSL, pg, aux_element=desc.weights,
+                              template=spec.HISTOGRAM.name, knobs=freeze_knobs(self._knobs))
 
     def is_empty(self) -> bool:
         return self.desc.bins == 0
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         x = view_arg(args.x, "x", shape=(d.n,), dtype=d.dtype)
         out = view_arg(args.out, "out", shape=(d.bins,), dtype=d.out_dtype, device=x.device)
@@ -152,24 +154,16 @@ class _CountPlan(Plan):
                 raise UnsupportedError("edges must be dense (stride 1)")
         return x, w, e, out
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
+    def _launch(self, bound, s: int, ws: Workspace) -> None:
         from ...runtime.device import sm_count
         from ...runtime.memory import memset_d8
-        from ...runtime.stream import stream_handle
 
-        x, w, e, out = self._views(args)
-        self.check_workspace(workspace)
-        if self.is_empty():
-            return
+        x, w, e, out = bound
         d = self.desc
-        s = stream_handle(stream)
         memset_d8(out.ptr, 0, d.bins * out.itemsize, s)
         if d.n == 0:
             return
-        lo, hi = float(getattr(d, "lo", 0.0)), float(getattr(d, "hi", 1.0))
+        lo, hi = self._lo, self._hi
         scale = d.bins / (hi - lo)
         nsteps = max(d.bins, 1).bit_length()
         per = spec.THREADS
@@ -185,27 +179,20 @@ class BincountPlan(_CountPlan):
     """Counts (int64) or weight sums of non-negative integer values per value; see the module
     docstring.  Exact and deterministic without weights; float atomics with weights."""
 
+    descriptor = BincountDescriptor
     _op = "bincount"
 
-    @classmethod
-    def select(cls, desc: BincountDescriptor, pref=None) -> "BincountPlan":
-        if not isinstance(desc, BincountDescriptor):
-            raise InvalidProblemError(f"BincountPlan needs a BincountDescriptor, got "
-                                      f"{type(desc).__name__}")
-        return super().select(desc, pref)
+    def _range(self):
+        return "bincount", 0.0, 1.0
 
 
 class HistogramPlan(_CountPlan):
     """Histogram counts (int64) or weight sums over explicit float64 edges (numpy) or equal bins
     over [lo, hi] (torch.histc); see the module docstring."""
 
+    descriptor = HistogramDescriptor
     _op = "histogram"
 
-    @classmethod
-    def select(cls, desc: HistogramDescriptor, pref=None) -> "HistogramPlan":
-        if not isinstance(desc, HistogramDescriptor):
-            raise InvalidProblemError(f"HistogramPlan needs a HistogramDescriptor, got "
-                                      f"{type(desc).__name__}")
-        plan = super().select(desc, pref)
-        plan._mode = desc.mode
-        return plan
+    def _range(self):
+        d = self.desc
+        return d.mode, float(d.lo), float(d.hi)

@@ -23,12 +23,13 @@ _TYPES = {"i8": cutlass.Int8, "i16": cutlass.Int16, "i32": cutlass.Int32, "i64":
           "bf16": cutlass.BFloat16, "f64": Float64}
 
 
-def build(knobs: dict):
-    mode = knobs["mode"]
-    VT = _TYPES[knobs["dtype"]]
-    weighted = knobs["weights"] != "none"
-    WT = _TYPES[knobs["weights"]] if weighted else Float32
-    AT = {"i64": Int64, "f32": Float32, "f64": Float64}[acc_short(knobs["weights"])]
+def build(knobs):
+    """``knobs``: a :class:`~baracuda_dsl.ops.histogram.specs.histogram.HistogramKnobs`."""
+    mode = knobs.mode
+    VT = _TYPES[knobs.dtype]
+    weighted = knobs.weights != "none"
+    WT = _TYPES[knobs.weights] if weighted else Float32
+    AT = {"i64": Int64, "f32": Float32, "f64": Float64}[acc_short(knobs.weights)]
 
     def sel(cond, a, b):
         return type(a)(cutlass.select_(cond, a, type(a)(b)))

@@ -16,6 +16,8 @@ straight to global atomics.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ....jit import KernelTemplate, LaunchGeometry, params, register
 
 THREADS = 256
@@ -24,6 +26,15 @@ INT_VALUES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 FLOAT_VALUES = ("f32", "f16", "bf16", "f64")
 WEIGHTS = ("none", "f32", "f16", "bf16", "f64")
 MODES = ("bincount", "uniform", "edges")
+
+
+@dataclass(frozen=True)
+class HistogramKnobs:
+    """One ``histogram`` SKU: ``mode``, value ``dtype`` and ``weights`` (see the module doc)."""
+
+    mode: str
+    dtype: str
+    weights: str
 
 
 def acc_short(weights: str) -> str:
@@ -36,11 +47,11 @@ def _space():
         values = INT_VALUES if mode == "bincount" else FLOAT_VALUES + INT_VALUES
         for dt in values:
             for w in WEIGHTS:
-                yield dict(mode=mode, dtype=dt, weights=w)
+                yield HistogramKnobs(mode, dt, w)
 
 
-def _smem(k) -> int:
-    return SMEM_BINS * (4 if acc_short(k["weights"]) == "f32" else 8) + 64
+def _smem(k: HistogramKnobs) -> int:
+    return SMEM_BINS * (4 if acc_short(k.weights) == "f32" else 8) + 64
 
 
 HISTOGRAM = register(KernelTemplate(
@@ -51,4 +62,5 @@ HISTOGRAM = register(KernelTemplate(
                   "lo:f64 hi:f64 scale:f64 priv:i32"),
     space=_space,
     geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=_smem(k)),
+    knobs=HistogramKnobs,
 ))
