@@ -21,8 +21,9 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64
 
-from ..specs.ctc import CONCAT, MEAN, SLOTS, THREADS, WRITE_OUT, WRITE_PART, ZERO_INF, _geometry
-from .loss_row import _ptr, ld, st
+from ..specs.ctc import (CONCAT, MEAN, SLOTS, THREADS, WRITE_OUT, WRITE_PART, ZERO_INF, CTCKnobs,
+                         ctc_geometry)
+from .loss_row import example_ptr, ld, st
 from ....blocks.reduction_base import (alloc_reduction_buffer, compute_type, element_type,
                                        row_allreduce_sum)
 
@@ -81,11 +82,12 @@ def ext_label(tg, base, ts1, s, C, blank):
     return r
 
 
-def build(knobs: dict):
-    dt = knobs["dtype"]
+def build(knobs: CTCKnobs):
+    """The CTC forward kernel for ``knobs.dtype`` (see the module docstring)."""
+    dt = knobs.dtype
     T = element_type(dt)
     CT = compute_type(dt)
-    smem = _geometry(knobs).smem_bytes
+    smem = ctc_geometry(knobs).smem_bytes
     nt = THREADS
 
     @cute.kernel
@@ -175,8 +177,8 @@ def build(knobs: dict):
     from cutlass.cute.runtime import make_fake_stream
 
     I64 = cutlass.Int64
-    args = [_ptr(T), _ptr(I64), _ptr(I64), _ptr(I64), _ptr(CT), _ptr(CT), _ptr(T), _ptr(CT),
-            _ptr(Int32), Int32(0), Int32(1), Int32(1), Int32(1), Int32(1), Int32(0)] + [
+    args = [example_ptr(t) for t in (T, I64, I64, I64, CT, CT, T, CT, Int32)] + [
+            Int32(0), Int32(1), Int32(1), Int32(1), Int32(1), Int32(0)] + [
             Int64(1)] * 9 + [Int32(0), make_fake_stream()]
     return launch, args
 

@@ -18,20 +18,21 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64
 
-from ..specs.ctc import MEAN, SLOTS, THREADS, ZERO_INF, _geometry
+from ..specs.ctc import MEAN, SLOTS, THREADS, ZERO_INF, CTCKnobs, ctc_geometry
 from .ctc import ext_label, label, lse3, sample_setup
-from .loss_row import _ptr, ld, st
+from .loss_row import example_ptr, ld, st
 from ....blocks.reduction_base import alloc_reduction_buffer, compute_type, element_type
 
 M = cute.math
 INF = float("inf")
 
 
-def build(knobs: dict):
-    dt = knobs["dtype"]
+def build(knobs: CTCKnobs):
+    """The CTC backward kernel for ``knobs.dtype`` (see the module docstring)."""
+    dt = knobs.dtype
     T = element_type(dt)
     CT = compute_type(dt)
-    smem = _geometry(knobs).smem_bytes
+    smem = ctc_geometry(knobs).smem_bytes
     nt = THREADS
 
     @cute.kernel
@@ -142,7 +143,7 @@ def build(knobs: dict):
     from cutlass.cute.runtime import make_fake_stream
 
     I64 = cutlass.Int64
-    args = [_ptr(T), _ptr(T), _ptr(I64), _ptr(I64), _ptr(I64), _ptr(CT), _ptr(CT), _ptr(CT),
-            _ptr(T), Int32(1), Int32(1), Int32(1), Int32(1), Int32(0)] + [Int64(1)] * 12 + [
+    args = [example_ptr(t) for t in (T, T, I64, I64, I64, CT, CT, CT, T)] + [
+            Int32(1), Int32(1), Int32(1), Int32(1), Int32(0)] + [Int64(1)] * 12 + [
             Float64(1.0), Int32(0), make_fake_stream()]
     return launch, args

@@ -17,7 +17,7 @@ import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64, const_expr
 
 from ..specs.loss_pointwise import (G_SCALAR, HAS_O1, HAS_O2, HAS_PW, HAS_W, ILP, OPS, THREADS,
-                                    WARPS, vec_width)
+                                    WARPS, LossPointwiseKnobs, vec_width)
 from .loss_pointwise_bw import BACKWARD, FORWARD
 from ....blocks.reduction_base import compute_type, element_type
 
@@ -60,14 +60,15 @@ def block_sum(val, buf, tidx):
     return tot
 
 
-def build(knobs: dict):
-    dt = knobs["dtype"]
-    mode = knobs["mode"]
+def build(knobs: LossPointwiseKnobs):
+    """The ``loss_pointwise`` kernel of ``knobs`` (see the module docstring and the spec)."""
+    dt = knobs.dtype
+    mode = knobs.mode
     T = element_type(dt)
     CT = compute_type(dt)
     VEC = vec_width(dt)
     FIN = mode == "fin"
-    op = None if FIN else OPS[knobs["op"]]
+    op = None if FIN else OPS[knobs.op]
     NIN = 0 if FIN else op.nin
     USE_W = (not FIN) and op.weight
     USE_PW = (not FIN) and op.pos_weight

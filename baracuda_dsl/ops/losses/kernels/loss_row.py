@@ -23,7 +23,8 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64, const_expr
 
-from ..specs.loss_row import FINAL_THREADS, HAS_W, SLOTS, SWAP, WRITE_OUT, WRITE_PART
+from ..specs.loss_row import (FINAL_THREADS, HAS_W, SLOTS, SWAP, WRITE_OUT, WRITE_PART,
+                              LossFinalizeKnobs, LossRowKnobs, finalize_geometry, row_geometry)
 from ....blocks.reduction_base import (alloc_reduction_buffer, compute_type, element_type,
                                        row_allreduce_sum, row_allreduce_sum2)
 
@@ -148,16 +149,21 @@ def trip_sums(pa, pb, pc, rr, as0, as1, bs0, bs1, cs0, cs1, N, pc_, e, swap, zer
     return root(t1, pc_), root(t2, pc_), t3
 
 
-def build(knobs: dict):
-    if "op" not in knobs:
+def build(knobs):
+    """The ``loss_row_fw`` kernel (:class:`LossRowKnobs`) or ``loss_finalize``
+    (:class:`LossFinalizeKnobs`, :func:`build_finalize`): both templates live in this module."""
+    if isinstance(knobs, LossFinalizeKnobs):
         return build_finalize(knobs)
-    dt, op, tpr = knobs["dtype"], knobs["op"], knobs["tpr"]
+    return build_row(knobs)
+
+
+def build_row(knobs: LossRowKnobs):
+    """The forward row-loss kernel of ``knobs.op`` (see the module docstring)."""
+    dt, op, tpr = knobs.dtype, knobs.op, knobs.tpr
     T = element_type(dt)
     CT = compute_type(dt)
     TT = cutlass.Int64 if op in ("mm1", "mm2", "mlm") else T  # target element type
-    from ..specs.loss_row import _geometry
-
-    smem = _geometry(knobs).smem_bytes
+    smem = row_geometry(knobs).smem_bytes
 
     @cute.kernel
     def kernel(pa: cute.Pointer, pb: cute.Pointer, pc: cute.Pointer, pt: cute.Pointer,
@@ -240,26 +246,27 @@ def build(knobs: dict):
 
     from cutlass.cute.runtime import make_fake_stream
 
-    args = [_ptr(T), _ptr(T), _ptr(T), _ptr(TT), _ptr(T), _ptr(T), _ptr(CT), _ptr(Int32),
+    args = [example_ptr(t) for t in (T, T, T, TT, T, T, CT, Int32)] + [
             Int32(0), Int32(1), Int32(1)] + [Int64(1)] * 10 + [
             Float64(1.0), Float64(2.0), Float64(1e-6), Int32(0), make_fake_stream()]
     return launch, args
 
 
-def _ptr(t):
+def example_ptr(t):
+    """A global-memory pointer of element type ``t`` (aligned to its size) for compiling."""
     from cutlass.cute.runtime import make_ptr
 
     return make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=t.width // 8)
 
 
-def build_finalize(knobs: dict):
+def build_finalize(knobs: LossFinalizeKnobs):
     """``out[0] = scale · Σ_i part[i]`` (i < M, fixed order: thread-strided partials, then the
     row all-reduce of :mod:`reduction_base`), ``part`` in the compute type, ``out`` in ``dtype``."""
-    dt = knobs["dtype"]
+    dt = knobs.dtype
     T = element_type(dt)
     CT = compute_type(dt)
     nt = FINAL_THREADS
-    smem = (nt // 32) * SLOTS * 8 + 64
+    smem = finalize_geometry(knobs).smem_bytes
 
     @cute.kernel
     def kernel(ppart: cute.Pointer, pout: cute.Pointer, Mrows: Int32, scale: Float64):
@@ -279,4 +286,4 @@ def build_finalize(knobs: dict):
 
     from cutlass.cute.runtime import make_fake_stream
 
-    return launch, [_ptr(CT), _ptr(T), Int32(1), Float64(1.0), make_fake_stream()]
+    return launch, [example_ptr(CT), example_ptr(T), Int32(1), Float64(1.0), make_fake_stream()]

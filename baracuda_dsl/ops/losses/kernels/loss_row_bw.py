@@ -21,8 +21,9 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64, const_expr
 
-from ..specs.loss_row import SLOTS, SWAP, WANT_A, WANT_B, WANT_C
-from .loss_row import _ptr, cos_sums, is_target, ld, mm_target, prefix_len, root, st, trip_sums
+from ..specs.loss_row import SLOTS, SWAP, WANT_A, WANT_B, WANT_C, LossRowKnobs, row_geometry
+from .loss_row import (cos_sums, example_ptr, is_target, ld, mm_target, prefix_len, root, st,
+                       trip_sums)
 from ....blocks.reduction_base import (alloc_reduction_buffer, compute_type, element_type,
                                        row_allreduce_sum)
 
@@ -55,14 +56,13 @@ def inv_pow(d, p):
     return cutlass.select_(d > t(0.0), r, t(0.0))
 
 
-def build(knobs: dict):
-    dt, op, tpr = knobs["dtype"], knobs["op"], knobs["tpr"]
+def build(knobs: LossRowKnobs):
+    """The backward row-loss kernel of ``knobs.op`` (see the module docstring)."""
+    dt, op, tpr = knobs.dtype, knobs.op, knobs.tpr
     T = element_type(dt)
     CT = compute_type(dt)
     TT = cutlass.Int64 if op in ("mm1", "mm2", "mlm") else T
-    from ..specs.loss_row import _geometry
-
-    smem = _geometry(knobs).smem_bytes
+    smem = row_geometry(knobs).smem_bytes
 
     @cute.kernel
     def kernel(pdl: cute.Pointer, pa: cute.Pointer, pb: cute.Pointer, pc: cute.Pointer,
@@ -203,8 +203,8 @@ def build(knobs: dict):
 
     from cutlass.cute.runtime import make_fake_stream
 
-    args = [_ptr(T), _ptr(T), _ptr(T), _ptr(T), _ptr(TT), _ptr(T), _ptr(T), _ptr(T), _ptr(T),
-            _ptr(cutlass.Uint8), Int32(1), Int32(1)] + [Int64(1)] * 16 + [
+    args = [example_ptr(t) for t in (T, T, T, T, TT, T, T, T, T, cutlass.Uint8)] + [
+            Int32(1), Int32(1)] + [Int64(1)] * 16 + [
             Float64(1.0), Float64(1.0), Float64(2.0), Float64(1e-6), Int32(0),
             make_fake_stream()]
     return launch, args

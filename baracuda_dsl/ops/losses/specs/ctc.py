@@ -8,6 +8,8 @@ are int64.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ....dtypes import FP4
 from ....jit import KernelTemplate, LaunchGeometry, params, register
 
@@ -27,12 +29,20 @@ ZERO_INF = 16   # infinite losses (and their gradients) become 0
 #: targets running past ``tot``); that sample's loss is NaN.
 
 
+@dataclass(frozen=True)
+class CTCKnobs:
+    """A SKU of ``ctc_fw`` / ``ctc_bw``: the element ``dtype`` of log_probs (and the loss)."""
+
+    dtype: str
+
+
 def _space():
     for dt in DTYPES:
-        yield dict(dtype=dt)
+        yield CTCKnobs(dtype=dt)
 
 
-def _geometry(k: dict) -> LaunchGeometry:
+def ctc_geometry(k: CTCKnobs) -> LaunchGeometry:
+    """:data:`THREADS` threads; two all-reduce buffers (f64 offsets, compute-type values)."""
     return LaunchGeometry(threads=THREADS, smem_bytes=2 * (THREADS // 32) * SLOTS * 8 + 128)
 
 
@@ -44,7 +54,8 @@ CTC_FW = register(KernelTemplate(
                   "has_st:i32 Tmax:i32 N:i32 C:i32 S:i32 blank:i32 l0:i64 l1:i64 l2:i64 "
                   "ts0:i64 ts1:i64 ils:i64 tls:i64 os0:i64 tot:i64 flags:i32"),
     space=_space,
-    geometry=_geometry,
+    geometry=ctc_geometry,
+    knobs=CTCKnobs,
 ))
 
 CTC_BW = register(KernelTemplate(
@@ -55,5 +66,6 @@ CTC_BW = register(KernelTemplate(
                   "Tmax:i32 N:i32 C:i32 S:i32 blank:i32 l0:i64 l1:i64 l2:i64 ts0:i64 ts1:i64 "
                   "ils:i64 tls:i64 g0:i64 g1:i64 g2:i64 dls:i64 tot:i64 scale:f64 flags:i32"),
     space=_space,
-    geometry=_geometry,
+    geometry=ctc_geometry,
+    knobs=CTCKnobs,
 ))

@@ -84,13 +84,28 @@ def per_block(dtype: str) -> int:
     return THREADS * ILP * vec_width(dtype)
 
 
+@dataclass(frozen=True)
+class LossPointwiseKnobs:
+    """A SKU of ``loss_pointwise``: ``op`` (a name of :data:`OPS`, or ``fin``), ``dtype``
+    (:data:`DTYPES`), ``mode`` (:data:`MODES`, or ``fin`` with op ``fin``)."""
+
+    op: str
+    dtype: str
+    mode: str
+
+
+def finish_knobs(dtype: str) -> LossPointwiseKnobs:
+    """The SKU that adds the per-CTA partials of a sum / mean (op and mode ``fin``)."""
+    return LossPointwiseKnobs(op="fin", dtype=dtype, mode="fin")
+
+
 def _space():
     for op in OPS:
         for dt in DTYPES:
             for mode in MODES:
-                yield dict(op=op, dtype=dt, mode=mode)
+                yield LossPointwiseKnobs(op=op, dtype=dt, mode=mode)
     for dt in DTYPES:
-        yield dict(op="fin", dtype=dt, mode="fin")
+        yield finish_knobs(dt)
 
 
 LOSS_POINTWISE = register(KernelTemplate(
@@ -101,4 +116,5 @@ LOSS_POINTWISE = register(KernelTemplate(
                   "n:i64 flags:i32 p0:f64 p1:f64 scale:f64"),
     space=_space,
     geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=WARPS * 8 + 64),
+    knobs=LossPointwiseKnobs,
 ))

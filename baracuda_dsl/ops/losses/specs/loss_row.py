@@ -17,6 +17,8 @@ scales it and writes the scalar in the loss dtype: deterministic, bit-identical 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ....dtypes import FP4
 from ....jit import KernelTemplate, LaunchGeometry, params, register
 
@@ -38,7 +40,25 @@ WANT_C = 32      # backward: gradient of the third input (trip: negative)
 WANT_A = 64      # backward: gradient of the first input
 
 
+@dataclass(frozen=True)
+class LossRowKnobs:
+    """A SKU of ``loss_row_fw`` / ``loss_row_bw``: element ``dtype``, loss ``op`` (:data:`OPS`),
+    ``tpr`` threads per row (:data:`TPRS`)."""
+
+    dtype: str
+    op: str
+    tpr: int
+
+
+@dataclass(frozen=True)
+class LossFinalizeKnobs:
+    """A SKU of ``loss_finalize``: the loss ``dtype`` (the partials are its compute type)."""
+
+    dtype: str
+
+
 def tpr_for(n: int) -> int:
+    """Threads per row for rows of length ``n``."""
     return TPRS[0] if n <= SHORT_ROW else TPRS[1]
 
 
@@ -46,13 +66,19 @@ def _space():
     for dt in DTYPES:
         for op in OPS:
             for tpr in TPRS:
-                yield dict(dtype=dt, op=op, tpr=tpr)
+                yield LossRowKnobs(dtype=dt, op=op, tpr=tpr)
 
 
-def _geometry(k: dict) -> LaunchGeometry:
-    tpr = k["tpr"]
-    smem = 0 if tpr <= 32 else (tpr // 32) * SLOTS * 8 + 64
-    return LaunchGeometry(threads=tpr, smem_bytes=smem)
+def row_geometry(k: LossRowKnobs) -> LaunchGeometry:
+    """One CTA of ``tpr`` threads; beyond one warp, the row all-reduce's shared slots."""
+    smem = 0 if k.tpr <= 32 else (k.tpr // 32) * SLOTS * 8 + 64
+    return LaunchGeometry(threads=k.tpr, smem_bytes=smem)
+
+
+def finalize_geometry(k: LossFinalizeKnobs) -> LaunchGeometry:
+    """One CTA of :data:`FINAL_THREADS` threads and its all-reduce slots."""
+    return LaunchGeometry(threads=FINAL_THREADS,
+                          smem_bytes=(FINAL_THREADS // 32) * SLOTS * 8 + 64)
 
 
 LOSS_ROW_FW = register(KernelTemplate(
@@ -63,7 +89,8 @@ LOSS_ROW_FW = register(KernelTemplate(
                   "as0:i64 as1:i64 bs0:i64 bs1:i64 cs0:i64 cs1:i64 ts0:i64 ts1:i64 ws0:i64 "
                   "os0:i64 margin:f64 p:f64 eps:f64 flags:i32"),
     space=_space,
-    geometry=_geometry,
+    geometry=row_geometry,
+    knobs=LossRowKnobs,
 ))
 
 LOSS_ROW_BW = register(KernelTemplate(
@@ -75,13 +102,14 @@ LOSS_ROW_BW = register(KernelTemplate(
                   "ws0:i64 das0:i64 das1:i64 dbs0:i64 dbs1:i64 dcs0:i64 dcs1:i64 dls:i64 "
                   "scale:f64 margin:f64 p:f64 eps:f64 flags:i32"),
     space=_space,
-    geometry=_geometry,
+    geometry=row_geometry,
+    knobs=LossRowKnobs,
 ))
 
 
 def _final_space():
     for dt in DTYPES:
-        yield dict(dtype=dt)
+        yield LossFinalizeKnobs(dtype=dt)
 
 
 LOSS_FINALIZE = register(KernelTemplate(
@@ -90,6 +118,6 @@ LOSS_FINALIZE = register(KernelTemplate(
     module="baracuda_dsl.ops.losses.kernels.loss_row",
     params=params("part:ptr out:ptr M:i32 scale:f64"),
     space=_final_space,
-    geometry=lambda k: LaunchGeometry(threads=FINAL_THREADS,
-                                      smem_bytes=(FINAL_THREADS // 32) * SLOTS * 8 + 64),
+    geometry=finalize_geometry,
+    knobs=LossFinalizeKnobs,
 ))
