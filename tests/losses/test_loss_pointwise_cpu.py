@@ -12,7 +12,7 @@ from baracuda_dsl.ops.losses.loss_pointwise import (LOSSES, PointwiseLossArgs,
                                                     PointwiseLossBackwardDescriptor,
                                                     PointwiseLossBackwardPlan,
                                                     PointwiseLossDescriptor, PointwiseLossPlan,
-                                                    grad_names, template_op)
+                                                    grad_names, loss_params, template_op)
 from baracuda_dsl.ops.losses.specs import loss_pointwise as spec
 
 PREF = bd.PlanPreference(arch=bd.ArchSku.SM90A)
@@ -251,9 +251,7 @@ def test_formulas_vs_torch(host_table, loss, kw):
     if ml:  # torch's weight is per class: the same 8 values on every row
         w = np.tile(w[:8], 6)
     pw = rng.uniform(0.2, 3.0, n) if kw.get("pw") else np.ones(n)
-    from baracuda_dsl.ops.losses.loss_pointwise import _LossBase
-
-    p0, p1 = _LossBase._p0(desc), 1.0 if desc.full else 0.0
+    p0, p1 = loss_params(desc)
     f64 = np.float64
     terms, grads = [], []
     for i in range(n):
@@ -306,11 +304,11 @@ _SAMPLES = {
 def test_cross_compile(arch):
     pytest.importorskip("cutlass")
     from baracuda_dsl.jit import freeze_knobs
-    from baracuda_dsl.jit import compiler
     from baracuda_dsl.jit.compiler import compile_sku
 
     for op, dt, mode in _SAMPLES[arch]:
-        cubin, meta = compile_sku("loss_pointwise", freeze_knobs(dict(op=op, dtype=dt, mode=mode)),
+        cubin, meta = compile_sku("loss_pointwise",
+                                  freeze_knobs(spec.LossPointwiseKnobs(op=op, dtype=dt, mode=mode)),
                                   arch, timeout=600)
         assert len(cubin) > 1000 and meta["threads"] == spec.THREADS
 
@@ -359,10 +357,70 @@ class _Buf:
         pass
 
 
+class _HostKernel:
+    """The ``loss_pointwise`` kernel on host memory: decodes the launch's argument list (the
+    template's ABI order) and evaluates the op table per element in float64."""
+
+    def __init__(self, table, knobs):
+        self.table, self.knobs = table, knobs
+
+    def launch(self, grid, args, stream):
+        table, short, mode = self.table, self.knobs.dtype, self.knobs.mode
+        o0, o1, o2, a, b, c, wp, pwp, g, part, n, flags, p0, p1, scale = args
+        outs, ptrs = (o0, o1, o2), (a, b, c)
+        if mode == "fin":
+            parts = _host(part, (n,), (1,), short)
+            tot = parts.astype(np.float64).sum() if n else np.float64(0.0)
+            _host(outs[0], (1,), (1,), short)[0] = tot * scale
+            return
+        per = spec.per_block(short)
+        assert grid == (-(-n // per), 1, 1)
+        name = self.knobs.op
+        op = spec.OPS[name]
+        flat = list(ptrs[:op.nin]) + (list(outs[:1]) if mode != "reduce" else [])
+        for p in flat:  # flat operands: 16-byte aligned
+            assert p and p % 16 == 0
+        ins = [_host(p, (n,), (1,), short).astype(np.float64) for p in ptrs[:op.nin]]
+        w = (_host(wp, (n,), (1,), short).astype(np.float64) if flags & spec.HAS_W
+             else np.ones(n))
+        pw = (_host(pwp, (n,), (1,), short).astype(np.float64) if flags & spec.HAS_PW
+              else np.ones(n))
+        f64 = np.float64
+        p0, p1 = f64(p0), f64(p1)
+        if mode in ("none", "reduce"):
+            t = np.array([float(table.FORWARD[name]([f64(v[i]) for v in ins], f64(w[i]),
+                                                    f64(pw[i]), p0, p1))
+                          for i in range(n)])
+            if mode == "none":
+                _host(outs[0], (n,), (1,), short)[:] = t
+            else:
+                parts = _host(part, (grid[0],), (1,), short)
+                for blk in range(grid[0]):
+                    parts[blk] = t[blk * per:(blk + 1) * per].sum()
+            return
+        gs = (np.full(n, _host(g, (1,), (1,), short)[0], np.float64) if flags & spec.G_SCALAR
+              else _host(g, (n,), (1,), short).astype(np.float64))
+        r = np.array([[float(v) for v in table.BACKWARD[name](
+            [f64(v[i]) for v in ins], f64(w[i]), f64(pw[i]), p0, p1)] for i in range(n)])
+        for k in range(len(op.grads)):
+            if k == 0 or flags & (0, spec.HAS_O1, spec.HAS_O2)[k]:
+                _host(outs[k], (n,), (1,), short)[:] = r[:, k] * gs * scale
+
+
+def _sum_to(x, shape):
+    """``x`` summed over the dims it was broadcast along from ``shape``."""
+    x = x.sum(axis=tuple(range(x.ndim - len(shape))))
+    return x.sum(axis=tuple(i for i, k in enumerate(shape) if k == 1), keepdims=True)
+
+
 @pytest.fixture
 def host_plans(monkeypatch, host_table):
+    """The pointwise-loss plans on host memory: every kernel launch (``Plan._kernel``), the pool,
+    StridedCopy and the copy / reduce plans they use replaced by numpy stand-ins."""
+    from baracuda_dsl.ops.elementwise.elementwise import ElementwisePlan
     from baracuda_dsl.ops.losses import loss_pointwise as lp
-    from baracuda_dsl.ops.reduction.reductions import ReducePlan
+    from baracuda_dsl.ops.reduction.reductions import ReducePlan, ReduceToPlan
+    from baracuda_dsl.plan import Plan
 
     keep = []
 
@@ -374,70 +432,28 @@ def host_plans(monkeypatch, host_table):
     def strided_copy(src, dst, stream=None):
         _view_np(dst)[...] = _view_np(src)
 
-    def launch_k(self, mode, dev, grid, outs, ptrs, wp, pwp, g, part, n, flags, scale, stream):
-        short = self.desc.dtype.short
-        if grid == 0:
-            return
-        if mode == "fin":
-            parts = _host(part, (n,), (1,), short)
-            tot = parts.astype(np.float64).sum() if n else np.float64(0.0)
-            _host(outs[0], (1,), (1,), short)[0] = tot * scale
-            return
-        per = spec.per_block(short)
-        assert grid == -(-n // per)
-        op = spec.OPS[self._op]
-        flat = list(ptrs[:op.nin]) + (list(outs[:1]) if mode != "reduce" else [])
-        for p in flat:  # flat operands: 16-byte aligned
-            assert p and p % 16 == 0
-        ins = [_host(p, (n,), (1,), short).astype(np.float64) for p in ptrs[:op.nin]]
-        w = (_host(wp, (n,), (1,), short).astype(np.float64) if flags & spec.HAS_W
-             else np.ones(n))
-        pw = (_host(pwp, (n,), (1,), short).astype(np.float64) if flags & spec.HAS_PW
-              else np.ones(n))
-        p0, p1 = (np.float64(v) for v in self._params)
-        f64 = np.float64
-        if mode in ("none", "reduce"):
-            t = np.array([float(host_table.FORWARD[self._op]([f64(a[i]) for a in ins], f64(w[i]),
-                                                             f64(pw[i]), p0, p1))
-                          for i in range(n)])
-            if mode == "none":
-                _host(outs[0], (n,), (1,), short)[:] = t
-            else:
-                parts = _host(part, (grid,), (1,), short)
-                for b in range(grid):
-                    parts[b] = t[b * per:(b + 1) * per].sum()
-            return
-        gs = (np.full(n, _host(g, (1,), (1,), short)[0], np.float64) if flags & spec.G_SCALAR
-              else _host(g, (n,), (1,), short).astype(np.float64))
-        r = np.array([[float(v) for v in host_table.BACKWARD[self._op](
-            [f64(a[i]) for a in ins], f64(w[i]), f64(pw[i]), p0, p1)] for i in range(n)])
-        for k in range(len(op.grads)):
-            if k == 0 or flags & (0, spec.HAS_O1, spec.HAS_O2)[k]:
-                _host(outs[k], (n,), (1,), short)[:] = r[:, k] * gs * scale
+    def kernel(self, template, knobs, dev):
+        assert template.name == "loss_pointwise"
+        return _HostKernel(host_table, knobs)
 
-    def copy_into(t, out, dev, st, pref):
-        _view_np(out)[...] = _view_np(t)
-
-    def cast(self, src, out, dev, st):
-        _view_np(out)[...] = _view_np(src)
+    def copy_run(self, args, stream=None, workspace=None):
+        _view_np(args.outputs[0])[...] = _view_np(args.inputs[0])
 
     def reduce_run(self, args, stream=None, workspace=None):
         x = _view_np(args.x).astype(np.float64)
-        to = getattr(self, "_to", None)
-        if to is not None:
-            r = x.sum(axis=to.axes, keepdims=True).reshape(to.target)
+        out = _view_np(args.out)
+        if isinstance(self, ReduceToPlan):
+            out[...] = _sum_to(x, out.shape).reshape(out.shape)
         else:
-            d = self.desc
-            r = getattr(np, d.op)(x, axis=d.axes)
-        _view_np(args.out)[...] = r
+            out[...] = getattr(np, self.desc.op)(x, axis=self.desc.axes)
 
-    monkeypatch.setattr(lp._LossBase, "_launch_k", launch_k)
-    monkeypatch.setattr(lp._LossBase, "_release", staticmethod(lambda bufs, st, dev: None))
+    monkeypatch.setattr(Plan, "_kernel", kernel)
     monkeypatch.setattr("baracuda_dsl.ops.shape.repeat.strided_copy", strided_copy)
     monkeypatch.setattr("baracuda_dsl.runtime.memory.allocate", alloc)
-    monkeypatch.setattr(lp, "_copy_into", copy_into)
-    monkeypatch.setattr(lp.PointwiseLossPlan, "_cast", cast)
+    monkeypatch.setattr("baracuda_dsl.runtime.memory.as_core_stream", lambda stream, dev: stream)
+    monkeypatch.setattr(ElementwisePlan, "run", copy_run)
     monkeypatch.setattr(ReducePlan, "run", reduce_run)
+    monkeypatch.setattr(ReduceToPlan, "run", reduce_run)
     return lp
 
 
@@ -509,7 +525,6 @@ def test_plans_on_host_vs_torch(host_plans, case, reduction):
         desc = lp.PointwiseLossDescriptor(loss, shapes, dt, reduction, wshape, pwshape, **kw)
         plan = lp.PointwiseLossPlan.select(desc, PREF)
         out = np.full(desc.out_shape, np.nan, npdt)
-        ws = lp.Workspace.none() if not plan.workspace_size() else None
         wsbuf = _Buf(plan.workspace_size())
         ws = bd.vocabulary.Workspace(wsbuf.handle, plan.workspace_size(), wsbuf)
         plan.run(lp.PointwiseLossArgs([_tv(a) for a in o], _tv(out),

@@ -93,13 +93,15 @@ def test_cross_compile(arch):
     pytest.importorskip("cutlass")
     from baracuda_dsl.jit import freeze_knobs
     from baracuda_dsl.jit.compiler import compile_sku
+    from baracuda_dsl.ops.losses.specs.ctc import CTCKnobs
+    from baracuda_dsl.ops.losses.specs.loss_row import LossFinalizeKnobs, LossRowKnobs
 
     a = bd.ArchSku(arch)
-    for name, knobs in (("loss_row_fw", dict(dtype="bf16", op="trip", tpr=256)),
-                        ("loss_row_bw", dict(dtype="f32", op="mlm", tpr=32)),
-                        ("loss_finalize", dict(dtype="f16")),
-                        ("ctc_fw", dict(dtype="f64")),
-                        ("ctc_bw", dict(dtype="bf16"))):
+    for name, knobs in (("loss_row_fw", LossRowKnobs(dtype="bf16", op="trip", tpr=256)),
+                        ("loss_row_bw", LossRowKnobs(dtype="f32", op="mlm", tpr=32)),
+                        ("loss_finalize", LossFinalizeKnobs(dtype="f16")),
+                        ("ctc_fw", CTCKnobs(dtype="f64")),
+                        ("ctc_bw", CTCKnobs(dtype="bf16"))):
         cubin, _ = compile_sku(name, freeze_knobs(knobs), a, timeout=600)
         assert len(cubin) > 0
 
@@ -437,7 +439,7 @@ def test_launch_arguments_match_abi(monkeypatch):
         for cls, desc, args in cases:
             plan = cls.select(desc, PREF)
             log.clear()
-            plan._launch(args, 0, _ws(plan) or _none_ws())
+            plan.run(args, 0, _ws(plan))
             names = [e[0] for e in log]
             if cls.__name__.endswith("BackwardPlan"):
                 assert names == ["loss_row_bw"]
@@ -454,20 +456,14 @@ def test_launch_arguments_match_abi(monkeypatch):
         plan = C.CTCLossPlan.select(C.CTCLossDescriptor(T, N, Cn, "f32", S, reduction=red),
                                     PREF)
         log.clear()
-        plan._launch(C.CTCLossArgs(lp, np.zeros((N, S), i64), lens, lens, out), 0, _ws(plan))
+        plan.run(C.CTCLossArgs(lp, np.zeros((N, S), i64), lens, lens, out), 0, _ws(plan))
         assert [e[0] for e in log] == (["ctc_fw"] if red == "none"
                                        else ["ctc_fw", "loss_finalize"])
         bplan = C.CTCLossBackwardPlan.select(
             C.CTCLossBackwardDescriptor(T, N, Cn, "f32", S, concatenated=True, total=5,
                                         reduction=red), PREF)
         log.clear()
-        bplan._launch(C.CTCLossBackwardArgs(out, lp, np.zeros(5, i64), lens, lens, np.zeros_like(lp)),
-                      0, _ws(bplan))
+        bplan.run(C.CTCLossBackwardArgs(out, lp, np.zeros(5, i64), lens, lens, np.zeros_like(lp)),
+                  0, _ws(bplan))
         assert [e[0] for e in log] == ["ctc_fw", "ctc_bw"]
         assert log[1][2][-1] & 1  # CONCAT
-
-
-def _none_ws():
-    from baracuda_dsl.vocabulary import Workspace
-
-    return Workspace.none()

@@ -1,11 +1,12 @@
-"""Select scaffolding shared by the loss plans (:mod:`.loss_row`, :mod:`.ctc`,
-:mod:`.loss_pointwise`)."""
+"""What the loss plans of :mod:`.loss_row`, :mod:`.ctc` and :mod:`.loss_pointwise` share: the
+descriptor checks, the exact-descriptor rule their ``_plan`` opens with, the compute type and
+the SKU record."""
 
 from __future__ import annotations
 
 from ...dtypes import DType, float32, float64
 from ...errors import InvalidProblemError
-from ...plan import new_plan, resolve_pref
+from ...jit import freeze_knobs
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -23,28 +24,27 @@ def check_reduction(r, who):
         raise InvalidProblemError(f"{who}: reduction must be one of {REDUCTIONS}, got {r!r}")
 
 
+def check_exact_descriptor(plan) -> None:
+    """InvalidProblemError unless ``plan.desc`` is exactly ``plan.descriptor``.  A loss's backward
+    descriptor subclasses its forward one (same fields), so ``Plan.select``'s isinstance check
+    alone would let a forward plan take a backward descriptor."""
+    if type(plan.desc) is not plan.descriptor:
+        raise InvalidProblemError(f"{type(plan).__name__} needs a {plan.descriptor.__name__}, "
+                                  f"got {type(plan.desc).__name__}")
+
+
 def loss_ct(dt: DType) -> DType:
     """The compute type of a loss in ``dt``: f64 for f64, f32 otherwise."""
     return float64 if dt is float64 else float32
 
 
-def begin_loss_select(cls, desc, pref, arch_of):
-    """The bare plan a loss ``select`` fills in; ``desc`` must be exactly ``cls._desc_type``
-    (a subclass — e.g. the backward descriptor — is refused, InvalidProblemError)."""
-    pref = resolve_pref(pref)
-    if type(desc) is not cls._desc_type:
-        raise InvalidProblemError(f"{cls.__name__} needs a {cls._desc_type.__name__}, got "
-                                  f"{type(desc).__name__}")
-    return new_plan(cls, desc, pref, arch_of)
-
-
-def loss_sku(desc, arch, op: str, template, knobs: dict, **extra) -> KernelSku:
-    """The LOSS KernelSku of ``op`` on ``template`` with ``knobs`` (math and accumulation in
-    :func:`loss_ct`)."""
+def loss_sku(desc, arch, op: str, template, knobs, **extra) -> KernelSku:
+    """The LOSS KernelSku of ``op`` on ``template`` with the knobs object ``knobs`` (math and
+    accumulation in :func:`loss_ct`)."""
     ct = loss_ct(desc.dtype)
     pg = PrecisionGuarantee(math_precision=ct, accumulator=ct)
     return KernelSku(OpCategory.LOSS, op, desc.dtype, arch, BackendKind.CUTE_DSL, pg,
-                     template=template.name, knobs=tuple(sorted(knobs.items())), **extra)
+                     template=template.name, knobs=freeze_knobs(knobs), **extra)
 
 
 def loss_out_shape(desc) -> tuple:

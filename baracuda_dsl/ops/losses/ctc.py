@@ -26,14 +26,11 @@ from dataclasses import dataclass
 
 from ...dtypes import FP4, DType, int32, int64
 from ...errors import InvalidProblemError, UnsupportedError
-from ...plan import Plan, align_up, check_dtype, check_writable_no_overlap, plan_arch, view_arg
+from ...plan import Plan, align_up, check_dtype, check_writable_no_overlap, view_arg
+from ._common import (check_exact_descriptor, check_int, check_reduction, loss_ct,
+                      loss_out_shape, loss_sku)
 from .specs import ctc as spec
 from .specs import loss_row as lspec
-from . import _common as _loss_common
-from ._common import (begin_loss_select, check_int, check_reduction, loss_ct, loss_out_shape,
-                      loss_sku)
-
-REDUCTIONS = _loss_common.REDUCTIONS
 
 
 @dataclass(frozen=True)
@@ -106,17 +103,18 @@ class CTCLossBackwardArgs:
 
 
 class _CTC(Plan):
-    _desc_type = CTCLossDescriptor
+    """What the CTC plans share: the SKU, the workspace layout and the views of the inputs."""
+
     _backward = False
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        plan = begin_loss_select(cls, desc, pref, plan_arch)
-        plan._knobs = dict(dtype=desc.dtype.short)
-        tmpl = spec.CTC_BW if cls._backward else spec.CTC_FW
-        plan._sku = loss_sku(desc, plan._arch, "ctc_bw" if cls._backward else "ctc", tmpl,
-                             plan._knobs, aux_element=int64)
-        return plan
+    def _plan(self) -> None:
+        check_exact_descriptor(self)
+        d = self.desc
+        self._knobs = spec.CTCKnobs(dtype=d.dtype.short)
+        self._final_knobs = lspec.LossFinalizeKnobs(dtype=d.dtype.short)
+        tmpl = spec.CTC_BW if self._backward else spec.CTC_FW
+        self._sku = loss_sku(d, self._arch, "ctc_bw" if self._backward else "ctc", tmpl,
+                             self._knobs, aux_element=int64)
 
     # workspace layout: alpha | beta (backward) | nll | part
     def _layout(self):
@@ -137,10 +135,8 @@ class _CTC(Plan):
     def workspace_size(self) -> int:
         return self._layout()[1]
 
-    def _out_shape(self):
-        return loss_out_shape(self.desc)
-
-    def _common_views(self, args):
+    def _input_views(self, args):
+        """(lp, tg, il, tl, status) views of the Args."""
         d = self.desc
         lp = view_arg(args.log_probs, "log_probs", shape=(d.t, d.n, d.c), dtype=d.dtype)
         dev = lp.device
@@ -151,9 +147,6 @@ class _CTC(Plan):
                       device=dev)
         stv = view_arg(args.status, "status", shape=(1,), dtype=int32, device=dev, optional=True)
         return lp, tg, il, tl, stv
-
-    def can_implement(self, args) -> None:
-        self._views(args)
 
     def _target_strides(self, tg, flags):
         """(target stride over samples, over labels, flags with CONCAT for 1-D targets)."""
@@ -175,18 +168,21 @@ class _CTC(Plan):
 class CTCLossPlan(_CTC):
     """torch.nn.functional.ctc_loss forward (see the module docstring)."""
 
+    descriptor = CTCLossDescriptor
+
     def is_empty(self) -> bool:
         return self.desc.n == 0 and self.desc.reduction == "none"
 
-    def _views(self, args):
-        lp, tg, il, tl, stv = self._common_views(args)
-        out = view_arg(args.out, "out", shape=self._out_shape(), dtype=self.desc.dtype,
+    def _bind(self, args):
+        """(lp, tg, il, tl, status, out) views of the Args."""
+        lp, tg, il, tl, stv = self._input_views(args)
+        out = view_arg(args.out, "out", shape=loss_out_shape(self.desc), dtype=self.desc.dtype,
                        device=lp.device)
         check_writable_no_overlap(out, "out")
         return lp, tg, il, tl, stv, out
 
-    def _launch(self, args, stream, ws) -> None:
-        lp, tg, il, tl, stv, out = self._views(args)
+    def _launch(self, bound, stream, ws) -> None:
+        lp, tg, il, tl, stv, out = bound
         d = self.desc
         red = d.reduction
         flags = (spec.ZERO_INF if d.zero_infinity else 0) | (
@@ -199,31 +195,32 @@ class CTCLossPlan(_CTC):
         if red != "none":
             lay, _ = self._layout()
             scale = 1.0 if red == "sum" else (1.0 / d.n if d.n else math.nan)
-            lk = self._kernel(lspec.LOSS_FINALIZE, self._knobs, lp.device)
+            lk = self._kernel(lspec.LOSS_FINALIZE, self._final_knobs, lp.device)
             lk.launch((1, 1, 1), [ws.ptr + lay["part"], out.ptr, d.n, scale], stream)
 
 
 class CTCLossBackwardPlan(_CTC):
     """Gradient of ctc_loss with respect to log_probs (see the module docstring)."""
 
-    _desc_type = CTCLossBackwardDescriptor
+    descriptor = CTCLossBackwardDescriptor
     _backward = True
 
     def is_empty(self) -> bool:
         d = self.desc
         return d.n == 0 or d.t == 0 or d.c == 0
 
-    def _views(self, args):
-        lp, tg, il, tl, stv = self._common_views(args)
+    def _bind(self, args):
+        """(lp, tg, il, tl, status, dloss, grad) views of the Args."""
+        lp, tg, il, tl, stv = self._input_views(args)
         d = self.desc
-        dl = view_arg(args.dloss, "dloss", shape=self._out_shape(), dtype=d.dtype,
+        dl = view_arg(args.dloss, "dloss", shape=loss_out_shape(d), dtype=d.dtype,
                       device=lp.device)
         g = view_arg(args.grad, "grad", shape=(d.t, d.n, d.c), dtype=d.dtype, device=lp.device)
         check_writable_no_overlap(g, "grad")
         return lp, tg, il, tl, stv, dl, g
 
-    def _launch(self, args, stream, ws) -> None:
-        lp, tg, il, tl, stv, dl, g = self._views(args)
+    def _launch(self, bound, stream, ws) -> None:
+        lp, tg, il, tl, stv, dl, g = bound
         d = self.desc
         lay, _ = self._layout()
         fw = self._kernel(spec.CTC_FW, self._knobs, lp.device)

@@ -59,13 +59,12 @@ from typing import Optional, Sequence, Tuple
 
 from ...dtypes import DType, FP4, float32
 from ...errors import InvalidProblemError, UnsupportedError
-from ...plan import Plan, align_up, begin_select, check_dtype, plan_arch, prod, view_arg
-from ...runtime.stream import stream_handle
+from ...plan import Plan, align_up, check_dtype, prod, view_arg
 from ...tensor import TensorView, check_shape, contiguous_strides
-from .specs import loss_pointwise as spec
 from ...vocabulary import Workspace
-from ._common import loss_ct, loss_sku
 from ..elementwise.elementwise import broadcast_shapes, broadcast_strides
+from ._common import REDUCTIONS, check_exact_descriptor, loss_ct, loss_sku
+from .specs import loss_pointwise as spec
 
 # torch name -> operand names (torch order)
 LOSSES = {
@@ -88,7 +87,6 @@ _OP = {"mse_loss": "mse", "l1_loss": "l1", "huber_loss": "huber", "smooth_l1_los
        "binary_cross_entropy_with_logits": "bce_logits", "gaussian_nll_loss": "gaussian_nll",
        "hinge_embedding_loss": "hinge_embedding", "margin_ranking_loss": "margin_ranking",
        "multilabel_soft_margin_loss": "multilabel_soft_margin"}
-REDUCTIONS = ("none", "mean", "sum")
 _WEIGHTED = ("binary_cross_entropy", "binary_cross_entropy_with_logits",
              "multilabel_soft_margin_loss")
 
@@ -109,6 +107,15 @@ def grad_names(loss: str) -> Tuple[str, ...]:
     op = spec.OPS["kl_div" if loss == "kl_div" else "poisson_nll" if loss == "poisson_nll_loss"
                   else _OP[loss]]
     return tuple(LOSSES[loss][k] for k in op.grads)
+
+
+def loss_params(desc) -> Tuple[float, float]:
+    """The kernel's float parameters (p0, p1) of a descriptor: p0 = delta (huber), beta
+    (smooth_l1), margin (hinge, margin_ranking), eps (poisson, gaussian), else 0; p1 = full."""
+    p0 = {"huber_loss": desc.delta, "smooth_l1_loss": desc.beta,
+          "hinge_embedding_loss": desc.margin, "margin_ranking_loss": desc.margin,
+          "poisson_nll_loss": desc.eps, "gaussian_nll_loss": desc.eps}.get(desc.loss, 0.0)
+    return p0, 1.0 if desc.full else 0.0
 
 
 def _num(v, what: str) -> float:
@@ -273,30 +280,62 @@ def _check_no_broadcast(v: TensorView, msg: str) -> None:
                 raise InvalidProblemError(msg)
 
 
+class _Scratch:
+    """The dense temporaries of one run, from the stream-ordered pool of device ``dev``; given
+    back (ordered on ``stream``) by :meth:`release` once everything that reads them is
+    enqueued."""
+
+    def __init__(self, stream: int, dev: int):
+        self.stream, self.dev, self._bufs = stream, dev, []
+
+    def view(self, dt: DType, shape) -> TensorView:
+        """A new dense ``shape`` temporary of ``dt``."""
+        from ...runtime.memory import allocate
+
+        b = allocate(prod(shape) * dt.itemsize, self.stream, self.dev)
+        self._bufs.append(b)
+        return TensorView._trusted(int(b.handle), shape, contiguous_strides(shape), dt, self.dev,
+                                   b)
+
+    def release(self) -> None:
+        if self._bufs:
+            from ...runtime.memory import as_core_stream
+
+            for b in self._bufs:
+                b.close(stream=as_core_stream(self.stream, self.dev))
+
+
+def _copy_into(src: TensorView, out: TensorView, stream: int, pref) -> None:
+    """out (any non-broadcast strides) = src, cast to out's dtype when they differ."""
+    from ..elementwise.elementwise import ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan
+
+    op = "copy" if src.dtype is out.dtype else "cast"
+    p = ElementwisePlan.select(ElementwiseDescriptor(
+        op, (tuple(src.shape),), src.dtype, None if op == "copy" else out.dtype), pref)
+    p.run(ElementwiseArgs([src], [out]), stream)
+
+
 class _LossBase(Plan):
-    """Shared select / views / densify helpers."""
+    """What both pointwise-loss plans share: the SKU choice, the views of the inputs, the
+    densified operands and the ``loss_pointwise`` launch.  ``_bind`` returns views ending with
+    the device ordinal; ``_launch`` hands them to ``_enqueue`` with the run's :class:`_Scratch`."""
 
-    _mode = "none"
-
-    @classmethod
-    def _begin(cls, desc, pref, desc_type):
-        plan = begin_select(cls, desc, pref, desc_type, plan_arch)
-        plan._op = template_op(desc)
-        plan._spec = spec.OPS[plan._op]
-        plan._full = desc.full_shape
-        plan._n = prod(plan._full)
-        plan._ct = loss_ct(desc.dtype)
-        ml = desc.loss == "multilabel_soft_margin_loss"
-        plan._C = plan._full[-1] if ml else 1
-        plan._rows = prod(plan._full[:-1]) if ml else plan._n
-        plan._params = (cls._p0(desc), 1.0 if desc.full else 0.0)
-        return plan
-
-    @staticmethod
-    def _p0(desc) -> float:
-        return {"huber_loss": desc.delta, "smooth_l1_loss": desc.beta,
-                "hinge_embedding_loss": desc.margin, "margin_ranking_loss": desc.margin,
-                "poisson_nll_loss": desc.eps, "gaussian_nll_loss": desc.eps}.get(desc.loss, 0.0)
+    def _plan(self) -> None:
+        check_exact_descriptor(self)
+        d = self.desc
+        self._op = template_op(d)
+        self._spec = spec.OPS[self._op]
+        self._full = d.full_shape
+        self._n = prod(self._full)
+        self._ct = loss_ct(d.dtype)
+        ml = d.loss == "multilabel_soft_margin_loss"
+        self._C = self._full[-1] if ml else 1
+        self._rows = prod(self._full[:-1]) if ml else self._n
+        self._params = loss_params(d)
+        self._knobs = {mode: spec.LossPointwiseKnobs(op=self._op, dtype=d.dtype.short, mode=mode)
+                       for mode in spec.MODES}
+        self._knobs["fin"] = spec.finish_knobs(d.dtype.short)
+        self._ws = 0
 
     def _scale(self) -> float:
         """Factor applied to the summed terms (and to the upstream gradient in backward)."""
@@ -312,42 +351,19 @@ class _LossBase(Plan):
             return inv_c if rows else 0.0
         return 1.0
 
-    def _knobs_for(self, mode: str) -> dict:
-        memo = self.__dict__.setdefault("_kn", {})
-        if mode not in memo:
-            memo[mode] = (dict(op="fin", dtype=self.desc.dtype.short, mode="fin") if mode == "fin"
-                          else dict(op=self._op, dtype=self.desc.dtype.short, mode=mode))
-        return memo[mode]
-
     def _make_sku(self, mode: str):
         return loss_sku(self.desc, self._arch, self.desc.loss, spec.LOSS_POINTWISE,
-                        self._knobs_for(mode))
-
-    def is_empty(self) -> bool:
-        return False
+                        self._knobs[mode])
 
     def workspace_size(self) -> int:
         return self._ws
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def _skip(self, views) -> bool:
-        """True when ``run`` has nothing to launch for these views."""
-        return self.is_empty()
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        views = self._views(args)       # (..., dev): ``_run``'s leading arguments
-        ws = self.check_workspace(workspace)
-        if self._skip(views):
-            return
-        st = stream_handle(stream)
-        dev = views[-1]
-        bufs = []
+    def _launch(self, bound, stream, ws) -> None:
+        scratch = _Scratch(stream, bound[-1])
         try:
-            self._run(*views, ws, st, bufs)
+            self._enqueue(*bound[:-1], ws, scratch)
         finally:
-            self._release(bufs, st, dev)
+            scratch.release()
 
     def _in_views(self, args):
         d = self.desc
@@ -375,7 +391,7 @@ class _LossBase(Plan):
         return ins, w, pw, dev
 
     # -- densify ---------------------------------------------------------------------------
-    def _dense(self, v: TensorView, shape, stream: int, dev: int, bufs, adjusted=None):
+    def _dense(self, v: TensorView, scratch: _Scratch, adjusted=None) -> int:
         """Pointer of a dense, 16-byte aligned copy of ``v`` broadcast to ``self._full``
         (``v`` itself when it already is one).  ``adjusted``: v's shape as broadcast."""
         full = self._full
@@ -386,40 +402,26 @@ class _LossBase(Plan):
         vs, vst = tuple(v.shape), tuple(v.strides)
         if adjusted is not None and adjusted != vs:  # gaussian var (…,) -> (…, 1)
             vs, vst = adjusted, vst + (0,)
-        t = self._temp(v.dtype, stream, dev, bufs)
-        src = TensorView._trusted(v.ptr, full, broadcast_strides(vs, vst, full), v.dtype, dev, v)
-        strided_copy(src, t, stream)
+        t = scratch.view(v.dtype, full)
+        src = TensorView._trusted(v.ptr, full, broadcast_strides(vs, vst, full), v.dtype,
+                                  scratch.dev, v)
+        strided_copy(src, t, scratch.stream)
         return t.ptr
 
-    def _temp(self, dt: DType, stream: int, dev: int, bufs, shape=None) -> TensorView:
-        from ...runtime.memory import allocate
-
-        shape = self._full if shape is None else shape
-        b = allocate(prod(shape) * dt.itemsize, stream, dev)
-        bufs.append(b)
-        return TensorView._trusted(int(b.handle), shape, contiguous_strides(shape), dt, dev, b)
-
-    @staticmethod
-    def _release(bufs, stream: int, dev: int) -> None:
-        if bufs:
-            from ...runtime.memory import as_core_stream
-
-            for b in bufs:
-                b.close(stream=as_core_stream(stream, dev))
-
-    def _operand_ptrs(self, ins, w, pw, stream, dev, bufs):
+    def _operand_ptrs(self, ins, w, pw, scratch: _Scratch):
         adj = self.desc.operand_shapes()
-        ptrs = [self._dense(v, v.shape, stream, dev, bufs, adj[k]) for k, v in enumerate(ins)]
+        ptrs = [self._dense(v, scratch, adj[k]) for k, v in enumerate(ins)]
         ptrs += [0] * (3 - len(ptrs))
-        wp = 0 if w is None else self._dense(w, w.shape, stream, dev, bufs)
-        pwp = 0 if pw is None else self._dense(pw, pw.shape, stream, dev, bufs)
+        wp = 0 if w is None else self._dense(w, scratch)
+        pwp = 0 if pw is None else self._dense(pw, scratch)
         flags = (spec.HAS_W if w is not None else 0) | (spec.HAS_PW if pw is not None else 0)
         return ptrs, wp, pwp, flags
 
     def _launch_k(self, mode, dev, grid, outs, ptrs, wp, pwp, g, part, n, flags, scale, stream):
+        """One ``loss_pointwise`` launch of ``mode`` (nothing for an empty grid)."""
         if grid == 0:
             return
-        lk = self._kernel(spec.LOSS_POINTWISE, self._knobs_for(mode), dev)
+        lk = self._kernel(spec.LOSS_POINTWISE, self._knobs[mode], dev)
         p0, p1 = self._params
         lk.launch((grid, 1, 1), list(outs) + list(ptrs) + [wp, pwp, g, part, n, flags, p0, p1,
                                                            scale], stream)
@@ -434,57 +436,53 @@ class PointwiseLossPlan(_LossBase):
     partial per CTA for mean / sum (``ceil(n / (256·4·VEC))`` values), plus, for
     multilabel_soft_margin with ``none``, the per-element terms and the row-mean plan's scratch."""
 
-    @classmethod
-    def select(cls, desc: PointwiseLossDescriptor, pref=None) -> "PointwiseLossPlan":
-        if isinstance(desc, PointwiseLossBackwardDescriptor):
-            raise InvalidProblemError("PointwiseLossPlan needs a PointwiseLossDescriptor, got "
-                                      "PointwiseLossBackwardDescriptor")
-        plan = cls._begin(desc, pref, PointwiseLossDescriptor)
-        ct = plan._ct
-        plan._ml_none = desc.reduction == "none" and desc.loss == "multilabel_soft_margin_loss"
-        plan._ws = 0
-        plan._inner = None
-        if plan._ml_none:
+    descriptor = PointwiseLossDescriptor
+
+    def _plan(self) -> None:
+        super()._plan()
+        desc, ct = self.desc, self._ct
+        self._ml_none = desc.reduction == "none" and desc.loss == "multilabel_soft_margin_loss"
+        self._inner = None
+        if self._ml_none:
             from ..reduction.reductions import ReduceDescriptor, ReducePlan
 
-            plan._t_bytes = align_up(plan._n * ct.itemsize)
-            plan._r_bytes = align_up(plan._rows * ct.itemsize)
-            plan._inner = ReducePlan.select(ReduceDescriptor(plan._full, (-1,), "mean", ct),
-                                            pref)
-            plan._ws = plan._t_bytes + plan._r_bytes + plan._inner.workspace_size()
+            self._t_bytes = align_up(self._n * ct.itemsize)
+            self._r_bytes = align_up(self._rows * ct.itemsize)
+            self._inner = ReducePlan.select(ReduceDescriptor(self._full, (-1,), "mean", ct),
+                                            self.pref)
+            self._ws = self._t_bytes + self._r_bytes + self._inner.workspace_size()
             mode = "none"
         elif desc.reduction == "none":
             mode = "none"
         else:
-            plan._ws = align_up(max(plan._grid(), 1) * ct.itemsize)
+            self._ws = align_up(max(self._grid(), 1) * ct.itemsize)
             mode = "reduce"
-        plan._mode_fw = mode
-        plan._sku = plan._make_sku(mode)
-        return plan
+        self._sku = self._make_sku(mode)
 
     def is_empty(self) -> bool:
         return self.desc.reduction == "none" and prod(self.desc.out_shape) == 0
 
-    def _views(self, args):
+    def _bind(self, args):
+        """(inputs, weight, pos_weight, out, device) views of the Args."""
         d = self.desc
         ins, w, pw, dev = self._in_views(args)
         out = view_arg(args.out, "out", shape=d.out_shape, dtype=d.dtype, device=dev)
         _check_no_broadcast(out, "out may not have a zero (broadcast) stride")
         return ins, w, pw, out, dev
 
-    def _run(self, ins, w, pw, out, dev, ws: Workspace, st: int, bufs) -> None:
+    def _enqueue(self, ins, w, pw, out, ws: Workspace, scratch: _Scratch) -> None:
         d = self.desc
-        n = self._n
+        n, dev, st = self._n, scratch.dev, scratch.stream
         if d.reduction != "none":
             grid = self._grid()
             if n:
-                ptrs, wp, pwp, flags = self._operand_ptrs(ins, w, pw, st, dev, bufs)
+                ptrs, wp, pwp, flags = self._operand_ptrs(ins, w, pw, scratch)
                 self._launch_k("reduce", dev, grid, (0, 0, 0), ptrs, wp, pwp, 0, ws.ptr, n,
                                flags, 1.0, st)
             self._launch_k("fin", dev, 1, (out.ptr, 0, 0), (0, 0, 0), 0, 0, 0, ws.ptr, grid,
                            0, self._scale(), st)
             return
-        ptrs, wp, pwp, flags = self._operand_ptrs(ins, w, pw, st, dev, bufs)
+        ptrs, wp, pwp, flags = self._operand_ptrs(ins, w, pw, scratch)
         if self._ml_none:
             from ..reduction.reductions import ReduceArgs
 
@@ -504,34 +502,16 @@ class PointwiseLossPlan(_LossBase):
             self._inner.run(ReduceArgs(terms, red_out), st,
                             inner_ws if self._inner.workspace_size() else None)
             if red_out is not out:
-                self._cast(red_out, out, dev, st)
+                _copy_into(red_out, out, st, self.pref)
             return
         if out.is_contiguous() and out.ptr % 16 == 0:
             self._launch_k("none", dev, self._grid(), (out.ptr, 0, 0), ptrs, wp, pwp, 0, 0, n,
                            flags, 1.0, st)
             return
-        t = self._temp(d.dtype, st, dev, bufs)
+        t = scratch.view(d.dtype, self._full)
         self._launch_k("none", dev, self._grid(), (t.ptr, 0, 0), ptrs, wp, pwp, 0, 0, n, flags,
                        1.0, st)
-        _copy_into(t, out, dev, st, self.pref)
-
-    def _cast(self, src: TensorView, out: TensorView, dev: int, st: int) -> None:
-        from ..elementwise.elementwise import (ElementwiseArgs, ElementwiseDescriptor,
-                                               ElementwisePlan)
-
-        op = "copy" if src.dtype is out.dtype else "cast"
-        p = ElementwisePlan.select(ElementwiseDescriptor(
-            op, (tuple(src.shape),), src.dtype, None if op == "copy" else out.dtype),
-            self.pref)
-        p.run(ElementwiseArgs([src], [out]), st)
-
-
-def _copy_into(t: TensorView, out: TensorView, dev: int, st: int, pref) -> None:
-    """out (any non-broadcast strides) = the dense temporary t."""
-    from ..elementwise.elementwise import ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan
-
-    p = ElementwisePlan.select(ElementwiseDescriptor("copy", (tuple(t.shape),), t.dtype), pref)
-    p.run(ElementwiseArgs([t], [out]), st)
+        _copy_into(t, out, st, self.pref)
 
 
 class PointwiseLossBackwardPlan(_LossBase):
@@ -539,30 +519,34 @@ class PointwiseLossBackwardPlan(_LossBase):
     skips one) = dloss · scale · ∂ℓ/∂operand.  Workspace: the ReduceTo scratch when an operand
     was broadcast (its grad is summed back to its shape)."""
 
-    @classmethod
-    def select(cls, desc: PointwiseLossBackwardDescriptor, pref=None):
-        plan = cls._begin(desc, pref, PointwiseLossBackwardDescriptor)
-        plan._names = grad_names(desc.loss)
+    descriptor = PointwiseLossBackwardDescriptor
+
+    def _plan(self) -> None:
+        super()._plan()
+        desc = self.desc
+        self._names = grad_names(desc.loss)
         adj = desc.operand_shapes()
-        plan._reduce_to = {}
+        #: grad index -> (ReduceToPlan summing the full-shape grad back, the operand's shape)
+        self._reduce_to = {}
         ws = 0
-        for k, opi in enumerate(plan._spec.grads):
+        for k, opi in enumerate(self._spec.grads):
             shp = desc.shapes[opi]
-            if adj[opi] != plan._full or shp != plan._full:
+            if adj[opi] != self._full or shp != self._full:
                 from ..reduction.reductions import ReduceToDescriptor, ReduceToPlan
 
                 tgt = adj[opi]
-                rp = ReduceToPlan.select(ReduceToDescriptor(plan._full, tgt, desc.dtype), pref)
-                plan._reduce_to[k] = rp
+                rp = ReduceToPlan.select(ReduceToDescriptor(self._full, tgt, desc.dtype),
+                                         self.pref)
+                self._reduce_to[k] = (rp, tgt)
                 ws = max(ws, rp.workspace_size())
-        plan._ws = ws
-        plan._sku = plan._make_sku("bw")
-        return plan
+        self._ws = ws
+        self._sku = self._make_sku("bw")
 
     def is_empty(self) -> bool:
         return self._n == 0
 
-    def _views(self, args):
+    def _bind(self, args):
+        """(inputs, weight, pos_weight, dloss, grads, device) views of the Args."""
         d = self.desc
         ins, w, pw, dev = self._in_views(args)
         dl = view_arg(args.dloss, "dloss", shape=d.out_shape, dtype=d.dtype, device=dev)
@@ -581,21 +565,21 @@ class PointwiseLossBackwardPlan(_LossBase):
             grads.append(v)
         return ins, w, pw, dl, grads, dev
 
-    def _skip(self, views) -> bool:
-        return self.is_empty() or all(g is None for g in views[4])
-
-    def _run(self, ins, w, pw, dl, grads, dev, ws, st, bufs) -> None:
+    def _enqueue(self, ins, w, pw, dl, grads, ws, scratch: _Scratch) -> None:
+        if all(g is None for g in grads):
+            return
         from ..reduction.reductions import ReduceArgs
 
         d = self.desc
-        ptrs, wp, pwp, flags = self._operand_ptrs(ins, w, pw, st, dev, bufs)
+        dev, st = scratch.dev, scratch.stream
+        ptrs, wp, pwp, flags = self._operand_ptrs(ins, w, pw, scratch)
         scale = 1.0
         if d.reduction == "none":
             if d.loss == "multilabel_soft_margin_loss":
                 scale = 1.0 / self._C
-                gp = self._dense(dl, dl.shape, st, dev, bufs, tuple(dl.shape) + (1,))
+                gp = self._dense(dl, scratch, tuple(dl.shape) + (1,))
             else:
-                gp = self._dense(dl, dl.shape, st, dev, bufs)
+                gp = self._dense(dl, scratch)
         else:
             scale = self._scale()
             flags |= spec.G_SCALAR
@@ -604,7 +588,7 @@ class PointwiseLossBackwardPlan(_LossBase):
         for k, gv in enumerate(grads):
             if gv is None:
                 if k == 0:  # the kernel always writes o0
-                    outs.append(self._temp(d.dtype, st, dev, bufs).ptr)
+                    outs.append(scratch.view(d.dtype, self._full).ptr)
                 else:
                     outs.append(0)
                 continue
@@ -612,19 +596,17 @@ class PointwiseLossBackwardPlan(_LossBase):
             if k not in self._reduce_to and gv.is_contiguous() and gv.ptr % 16 == 0:
                 outs.append(gv.ptr)
                 continue
-            t = self._temp(d.dtype, st, dev, bufs)
+            t = scratch.view(d.dtype, self._full)
             outs.append(t.ptr)
             finish.append((k, t, gv))
         outs += [0] * (3 - len(outs))
         self._launch_k("bw", dev, self._grid(), outs, ptrs, wp, pwp, gp, 0, self._n, flags,
                        scale, st)
         for k, t, gv in finish:
-            rp = self._reduce_to.get(k)
-            if rp is None:
-                _copy_into(t, gv, dev, st, self.pref)
-            else:
-                tgt = rp._to.target
-                if tuple(gv.shape) != tgt:  # gaussian var (…,) seen as (…, 1): same memory
-                    gv = TensorView._trusted(gv.ptr, tgt, contiguous_strides(tgt), gv.dtype,
-                                             dev, gv)
-                rp.run(ReduceArgs(t, gv), st, ws if rp.workspace_size() else None)
+            if k not in self._reduce_to:
+                _copy_into(t, gv, st, self.pref)
+                continue
+            rp, tgt = self._reduce_to[k]
+            if tuple(gv.shape) != tgt:  # gaussian var (…,) seen as (…, 1): same memory
+                gv = TensorView._trusted(gv.ptr, tgt, contiguous_strides(tgt), gv.dtype, dev, gv)
+            rp.run(ReduceArgs(t, gv), st, ws if rp.workspace_size() else None)
