@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from _loss_gpu_checks import assert_close, run_with_workspace
 from baracuda_dsl.ops.losses import ctc as C
 
 pytestmark = pytest.mark.gpu
@@ -15,26 +16,8 @@ def _torch():
     return pytest.importorskip("torch")
 
 
-def _run(plan, args):
-    torch = _torch()
-    n = plan.workspace_size()
-    ws = torch.empty(n, dtype=torch.uint8, device="cuda") if n else None
-    plan.run(args, workspace=ws)
-
-
 def _close(out, ref, tol, what=""):
-    torch = _torch()
-    out, ref = out.double().cpu(), ref.double().cpu()
-    if ref.numel() == 0:
-        return
-    nan = torch.isnan(ref)
-    assert torch.equal(torch.isnan(out), nan), f"{what}: NaN pattern differs"
-    assert torch.equal(torch.isinf(out), torch.isinf(ref)), f"{what}: inf pattern differs"
-    fin = torch.isfinite(ref)
-    out, ref = out[fin], ref[fin]
-    den = max(ref.norm().item(), 1.0)
-    err = (out - ref).norm().item() / den
-    assert err <= tol, f"{what}: relative error {err:.3g} > {tol}"
+    assert_close(out, ref, tol, what, finite_only=True)
 
 
 def _case(T, N, Cn, S, seed, blank=0, dt="float32"):
@@ -79,7 +62,7 @@ def test_ctc_forward_backward(dt, red, zi):
         desc = C.CTCLossDescriptor(T, N, Cn, SHORT[dt], S, blank=blank, reduction=red,
                                    zero_infinity=zi)
         st = torch.zeros(1, dtype=torch.int32, device="cuda")
-        _run(C.CTCLossPlan.select(desc),
+        run_with_workspace(C.CTCLossPlan.select(desc),
              C.CTCLossArgs(lp, tg.cuda(), il.cuda(), tl.cuda(), out, st))
         assert st.item() == 0
         g = torch.randn(shape, device="cuda", dtype=torch.float64).to(lp.dtype)
@@ -88,7 +71,7 @@ def test_ctc_forward_backward(dt, red, zi):
         grad = torch.full((T, N, Cn), float("nan"), device="cuda", dtype=lp.dtype)
         bdesc = C.CTCLossBackwardDescriptor(T, N, Cn, SHORT[dt], S, blank=blank, reduction=red,
                                             zero_infinity=zi)
-        _run(C.CTCLossBackwardPlan.select(bdesc),
+        run_with_workspace(C.CTCLossBackwardPlan.select(bdesc),
              C.CTCLossBackwardArgs(g, lp, tg.cuda(), il.cuda(), tl.cuda(), grad))
         _close(grad, rgrad, 10 * TOL[dt], f"ctc bw T={T}")
 
@@ -104,7 +87,7 @@ def test_ctc_concatenated_targets_and_strided_log_probs():
     out = torch.full((N,), float("nan"), device="cuda", dtype=torch.float64)
     desc = C.CTCLossDescriptor(T, N, Cn, "f64", int(tl.max()), concatenated=True,
                                total=flat.numel(), reduction="none")
-    _run(C.CTCLossPlan.select(desc), C.CTCLossArgs(lps, flat.cuda(), il.cuda(), tl.cuda(), out))
+    run_with_workspace(C.CTCLossPlan.select(desc), C.CTCLossArgs(lps, flat.cuda(), il.cuda(), tl.cuda(), out))
     ref, _ = _ref(lp, tg, il, tl, 0, "none", False)
     _close(out, ref, 1e-11, "concat")
     g = torch.ones((N,), device="cuda", dtype=torch.float64)
@@ -112,7 +95,7 @@ def test_ctc_concatenated_targets_and_strided_log_probs():
     gbig = torch.full((T, N, 2 * Cn), 7.0, device="cuda", dtype=torch.float64)
     bdesc = C.CTCLossBackwardDescriptor(T, N, Cn, "f64", int(tl.max()), concatenated=True,
                                         total=flat.numel(), reduction="none")
-    _run(C.CTCLossBackwardPlan.select(bdesc),
+    run_with_workspace(C.CTCLossBackwardPlan.select(bdesc),
          C.CTCLossBackwardArgs(g, lps, flat.cuda(), il.cuda(), tl.cuda(), gbig[:, :, 1::2]))
     _close(gbig[:, :, 1::2], rgrad, 1e-9, "concat bw")
     assert (gbig[:, :, ::2] == 7.0).all()
@@ -126,13 +109,13 @@ def test_ctc_bad_label_sets_status_and_empty_batch():
     out = torch.full((3,), 0.0, device="cuda")
     st = torch.zeros(1, dtype=torch.int32, device="cuda")
     desc = C.CTCLossDescriptor(10, 3, 5, "f32", 3, reduction="none")
-    _run(C.CTCLossPlan.select(desc), C.CTCLossArgs(lp, tg.cuda(), il.cuda(), tl.cuda(), out, st))
+    run_with_workspace(C.CTCLossPlan.select(desc), C.CTCLossArgs(lp, tg.cuda(), il.cuda(), tl.cuda(), out, st))
     assert st.item() == 1 and torch.isnan(out[1]) and not torch.isnan(out[0])
     for red, want in (("mean", float("nan")), ("sum", 0.0)):
         out = torch.full((), 5.0, device="cuda")
         e = torch.zeros((0,), dtype=torch.int64, device="cuda")
         d0 = C.CTCLossDescriptor(10, 0, 5, "f32", 3, reduction=red)
-        _run(C.CTCLossPlan.select(d0), C.CTCLossArgs(torch.zeros((10, 0, 5), device="cuda"),
+        run_with_workspace(C.CTCLossPlan.select(d0), C.CTCLossArgs(torch.zeros((10, 0, 5), device="cuda"),
                                                      torch.zeros((0, 3), dtype=torch.int64,
                                                                  device="cuda"), e, e, out))
         assert (np.isnan(out.item()) if want != want else out.item() == want)

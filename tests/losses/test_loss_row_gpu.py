@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from _loss_gpu_checks import assert_close, run_with_workspace
 from baracuda_dsl.ops.losses import loss_row as L
 
 pytestmark = pytest.mark.gpu
@@ -37,28 +38,18 @@ def _poison(shape, dt):
     return torch.full(shape, float("nan"), device="cuda", dtype=getattr(torch, dt))
 
 
-def _run(plan, args):
-    torch = _torch()
-    n = plan.workspace_size()
-    ws = torch.empty(n, dtype=torch.uint8, device="cuda") if n else None
-    plan.run(args, workspace=ws)
-
-
-def _close(out, ref, tol, what=""):
-    torch = _torch()
-    out, ref = out.double().cpu(), ref.double().cpu()
-    if ref.numel() == 0:
-        return
-    nan_ref = torch.isnan(ref)
-    assert torch.equal(torch.isnan(out), nan_ref), f"{what}: NaN pattern differs"
-    out, ref = out[~nan_ref], ref[~nan_ref]
-    den = max(ref.norm().item(), 1.0)
-    err = (out - ref).norm().item() / den
-    assert err <= tol, f"{what}: relative error {err:.3g} > {tol}"
-
-
 def _out_shape(n, red):
     return (n,) if red == "none" else ()
+
+
+def _check_empty_batch(out, red):
+    """An empty batch: mean → NaN, sum → 0, none → empty (torch returns uninitialised memory
+    for multi_margin / multilabel_margin here; ours follows the other losses)."""
+    torch = _torch()
+    if red == "mean":
+        assert torch.isnan(out).all()
+    elif red == "sum":
+        assert (out == 0).all()
 
 
 def _dloss(n, red, dt, seed):
@@ -82,20 +73,20 @@ def test_cosine_embedding(dt, red):
         y = (torch.randint(0, 2, (n,), generator=_gen(3), device="cuda") * 2 - 1).to(x1.dtype)
         out = _poison(_out_shape(n, red), dt)
         desc = L.CosineEmbeddingLossDescriptor(n, d, SHORT[dt], margin, red)
-        _run(L.CosineEmbeddingLossPlan.select(desc), L.CosineEmbeddingLossArgs(x1, x2, y, out))
+        run_with_workspace(L.CosineEmbeddingLossPlan.select(desc), L.CosineEmbeddingLossArgs(x1, x2, y, out))
         a, b = _leaf(x1), _leaf(x2)
         ref = F.cosine_embedding_loss(a, b, y.double().cpu(), margin=margin, reduction=red)
-        _close(out, ref.detach(), TOL[dt], f"cos fw {n}x{d}")
+        assert_close(out, ref.detach(), TOL[dt], f"cos fw {n}x{d}")
         if n == 0:
             continue
         g = _dloss(n, red, dt, 4)
         ref.backward(g.double().cpu())
         dx1, dx2 = _poison((n, d), dt), _poison((n, d), dt)
         bdesc = L.CosineEmbeddingLossBackwardDescriptor(n, d, SHORT[dt], margin, red)
-        _run(L.CosineEmbeddingLossBackwardPlan.select(bdesc),
+        run_with_workspace(L.CosineEmbeddingLossBackwardPlan.select(bdesc),
              L.CosineEmbeddingLossBackwardArgs(g, x1, x2, y, dx1, dx2))
-        _close(dx1, a.grad, 4 * TOL[dt], "cos dx1")
-        _close(dx2, b.grad, 4 * TOL[dt], "cos dx2")
+        assert_close(dx1, a.grad, 4 * TOL[dt], "cos dx1")
+        assert_close(dx2, b.grad, 4 * TOL[dt], "cos dx2")
 
 
 # ------------------------------------------------------------------------- multi_margin
@@ -113,27 +104,22 @@ def test_multi_margin(dt, p, weighted):
         out = _poison(_out_shape(n, red), dt)
         st = torch.zeros(1, dtype=torch.int32, device="cuda")
         desc = L.MultiMarginLossDescriptor(n, c, SHORT[dt], p, 0.8, weighted, red)
-        _run(L.MultiMarginLossPlan.select(desc), L.MultiMarginLossArgs(x, t, out, w, st))
+        run_with_workspace(L.MultiMarginLossPlan.select(desc), L.MultiMarginLossArgs(x, t, out, w, st))
         assert st.item() == 0
         if n == 0:
-            # torch returns uninitialised memory for an empty batch here; ours: mean → nan,
-            # sum → 0, none → empty (as the other losses)
-            if red == "mean":
-                assert torch.isnan(out).all()
-            elif red == "sum":
-                assert (out == 0).all()
+            _check_empty_batch(out, red)
             continue
         a = _leaf(x)
         ref = F.multi_margin_loss(a, t.cpu(), p=p, margin=0.8,
                                   weight=None if w is None else w.double().cpu(), reduction=red)
-        _close(out, ref.detach(), TOL[dt], f"mm fw {n}x{c}")
+        assert_close(out, ref.detach(), TOL[dt], f"mm fw {n}x{c}")
         g = _dloss(n, red, dt, 8)
         ref.backward(g.double().cpu())
         dx = _poison((n, c), dt)
         bdesc = L.MultiMarginLossBackwardDescriptor(n, c, SHORT[dt], p, 0.8, weighted, red)
-        _run(L.MultiMarginLossBackwardPlan.select(bdesc),
+        run_with_workspace(L.MultiMarginLossBackwardPlan.select(bdesc),
              L.MultiMarginLossBackwardArgs(g, x, t, dx, w))
-        _close(dx, a.grad, 4 * TOL[dt], "mm dx")
+        assert_close(dx, a.grad, 4 * TOL[dt], "mm dx")
 
 
 def test_multi_margin_bad_and_negative_targets():
@@ -144,12 +130,12 @@ def test_multi_margin_bad_and_negative_targets():
     out = _poison((4,), "float64")
     st = torch.zeros(1, dtype=torch.int32, device="cuda")
     desc = L.MultiMarginLossDescriptor(4, 6, "f64", reduction="none")
-    _run(L.MultiMarginLossPlan.select(desc), L.MultiMarginLossArgs(x, t, out, None, st))
+    run_with_workspace(L.MultiMarginLossPlan.select(desc), L.MultiMarginLossArgs(x, t, out, None, st))
     assert st.item() == 1
     ref = F.multi_margin_loss(x.cpu(), torch.tensor([1, 5, 0, 2]), reduction="none")
     assert out[2].item() == 0.0
     keep = [0, 1, 3]
-    _close(out[keep], ref[keep], 1e-12)
+    assert_close(out[keep], ref[keep], 1e-12)
 
 
 # -------------------------------------------------------------------- multilabel_margin
@@ -176,26 +162,21 @@ def test_multilabel_margin(dt, red):
         out = _poison(_out_shape(n, red), dt)
         st = torch.zeros(1, dtype=torch.int32, device="cuda")
         desc = L.MultilabelMarginLossDescriptor(n, c, SHORT[dt], red)
-        _run(L.MultilabelMarginLossPlan.select(desc), L.MultilabelMarginLossArgs(x, t, out, st))
+        run_with_workspace(L.MultilabelMarginLossPlan.select(desc), L.MultilabelMarginLossArgs(x, t, out, st))
         assert st.item() == 0
         if n == 0:
-            # torch returns uninitialised memory for an empty batch here (multi(label)_margin);
-            # ours follows the other losses: mean → nan, sum → 0, none → empty
-            if red == "mean":
-                assert torch.isnan(out).all()
-            elif red == "sum":
-                assert (out == 0).all()
+            _check_empty_batch(out, red)
             continue
         a = _leaf(x)
         ref = F.multilabel_margin_loss(a, torch.tensor(tn), reduction=red)
-        _close(out, ref.detach(), TOL[dt], f"mlm fw {n}x{c}")
+        assert_close(out, ref.detach(), TOL[dt], f"mlm fw {n}x{c}")
         g = _dloss(n, red, dt, 12)
         ref.backward(g.double().cpu())
         dx = _poison((n, c), dt)
         bdesc = L.MultilabelMarginLossBackwardDescriptor(n, c, SHORT[dt], red)
-        _run(L.MultilabelMarginLossBackwardPlan.select(bdesc),
+        run_with_workspace(L.MultilabelMarginLossBackwardPlan.select(bdesc),
              L.MultilabelMarginLossBackwardArgs(g, x, t, dx))
-        _close(dx, a.grad, 4 * TOL[dt], "mlm dx")
+        assert_close(dx, a.grad, 4 * TOL[dt], "mlm dx")
 
 
 def test_multilabel_bad_target_sets_status():
@@ -205,7 +186,7 @@ def test_multilabel_bad_target_sets_status():
     out = _poison((2,), "float32")
     st = torch.zeros(1, dtype=torch.int32, device="cuda")
     desc = L.MultilabelMarginLossDescriptor(2, 5, "f32", "none")
-    _run(L.MultilabelMarginLossPlan.select(desc), L.MultilabelMarginLossArgs(x, t, out, st))
+    run_with_workspace(L.MultilabelMarginLossPlan.select(desc), L.MultilabelMarginLossArgs(x, t, out, st))
     assert st.item() == 1 and not torch.isnan(out).any()
 
 
@@ -220,21 +201,21 @@ def test_triplet_margin(dt, p, swap):
         a, b, c = (_rand((n, d), dt, s) for s in (14, 15, 16))
         out = _poison(_out_shape(n, red), dt)
         desc = L.TripletMarginLossDescriptor(n, d, SHORT[dt], 1.0, p, 1e-6, swap, red)
-        _run(L.TripletMarginLossPlan.select(desc), L.TripletMarginLossArgs(a, b, c, out))
+        run_with_workspace(L.TripletMarginLossPlan.select(desc), L.TripletMarginLossArgs(a, b, c, out))
         ta, tb, tc = _leaf(a), _leaf(b), _leaf(c)
         ref = F.triplet_margin_loss(ta, tb, tc, margin=1.0, p=p, eps=1e-6, swap=swap,
                                     reduction=red)
-        _close(out, ref.detach(), 2 * TOL[dt], f"trip fw {n}x{d}")
+        assert_close(out, ref.detach(), 2 * TOL[dt], f"trip fw {n}x{d}")
         if n == 0:
             continue
         g = _dloss(n, red, dt, 17)
         ref.backward(g.double().cpu())
         da, db, dc = (_poison((n, d), dt) for _ in range(3))
         bdesc = L.TripletMarginLossBackwardDescriptor(n, d, SHORT[dt], 1.0, p, 1e-6, swap, red)
-        _run(L.TripletMarginLossBackwardPlan.select(bdesc),
+        run_with_workspace(L.TripletMarginLossBackwardPlan.select(bdesc),
              L.TripletMarginLossBackwardArgs(g, a, b, c, da, db, dc))
         for mine, ref_t, nm in ((da, ta, "da"), (db, tb, "dp"), (dc, tc, "dn")):
-            _close(mine, ref_t.grad, 8 * TOL[dt], f"trip {nm} {n}x{d}")
+            assert_close(mine, ref_t.grad, 8 * TOL[dt], f"trip {nm} {n}x{d}")
 
 
 # ------------------------------------------------------------------ strided / misc / xp
@@ -249,10 +230,10 @@ def test_strided_inputs_and_outputs():
     outb = _poison((28,), "float32")
     out = outb[::2]
     desc = L.CosineEmbeddingLossDescriptor(14, 45, "f32", 0.1, "none")
-    _run(L.CosineEmbeddingLossPlan.select(desc), L.CosineEmbeddingLossArgs(x1, x2, y, out))
+    run_with_workspace(L.CosineEmbeddingLossPlan.select(desc), L.CosineEmbeddingLossArgs(x1, x2, y, out))
     ref = F.cosine_embedding_loss(x1.double(), x2.double(), y.double(), margin=0.1,
                                   reduction="none")
-    _close(out, ref, 3e-5)
+    assert_close(out, ref, 3e-5)
     assert torch.isnan(outb[1::2]).all()  # gaps untouched
     a = base[::3, 1::2]
     dxb = _poison((14, 90), "float32")
@@ -262,8 +243,8 @@ def test_strided_inputs_and_outputs():
     la = _leaf(a)
     F.multi_margin_loss(la, t.cpu(), reduction="none").backward(g.double().cpu())
     bdesc = L.MultiMarginLossBackwardDescriptor(14, 45, "f32", reduction="none")
-    _run(L.MultiMarginLossBackwardPlan.select(bdesc), L.MultiMarginLossBackwardArgs(g, a, t, dx))
-    _close(dx, la.grad, 1e-4)
+    run_with_workspace(L.MultiMarginLossBackwardPlan.select(bdesc), L.MultiMarginLossBackwardArgs(g, a, t, dx))
+    assert_close(dx, la.grad, 1e-4)
     assert torch.isnan(dxb[:, 1::2]).all()
 
 
@@ -276,7 +257,7 @@ def test_reductions_bit_identical_reruns():
     outs = []
     for _ in range(3):
         out = _poison((), "float32")
-        _run(plan, L.MultiMarginLossArgs(x, t, out))
+        run_with_workspace(plan, L.MultiMarginLossArgs(x, t, out))
         outs.append(out.item())
     assert outs[0] == outs[1] == outs[2] and math.isfinite(outs[0])
 
