@@ -13,27 +13,13 @@ import ctypes
 
 import numpy as np
 
+from baracuda_dsl.dlpack import (CAPSULE_NAME, CAPSULE_NAME_VERSIONED, KDL_CPU, KDL_CUDA,
+                                  KDL_CUDA_HOST, DLDataType, DLDevice, DLManagedTensor,
+                                  DLManagedTensorVersioned, DLPackVersion, capsule_tensor)
 from baracuda_dsl.dtypes import DType, from_dlpack_code
-from baracuda_dsl.tensor import _DLDataType, _DLDevice, _DLManagedTensor
-from baracuda_dsl.tensor import _DLManagedTensorVersioned, _DLPackVersion, _DLTensor
-from baracuda_dsl.tensor import _GetPointer as _ObjGetPointer
-from baracuda_dsl.tensor import _IsValid as _ObjIsValid
 from baracuda_dsl.tensor import contiguous_strides
 
-_KDL_CPU, _KDL_CUDA, _KDL_CUDA_HOST = 1, 2, 3
 _DELETER_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-class _Managed(ctypes.Structure):
-    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p)]
-
-
-class _ManagedVersioned(ctypes.Structure):
-    _fields_ = [("version", _DLPackVersion), ("manager_ctx", ctypes.c_void_p),
-                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64),
-                ("dl_tensor", _DLTensor)]
-
 
 _LIVE: dict = {}
 
@@ -45,8 +31,7 @@ def _deleter(addr):
 
 _DELETER_ADDR = ctypes.cast(_deleter, ctypes.c_void_p).value
 
-_NAME = b"dltensor"
-_NAME_V = b"dltensor_versioned"
+# the capsule calls on a raw ``PyObject *`` (what a capsule destructor receives)
 _IsValid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
     ("PyCapsule_IsValid", ctypes.pythonapi))
 _GetPointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
@@ -58,7 +43,7 @@ _CapsuleNew = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char
 @ctypes.PYFUNCTYPE(None, ctypes.c_void_p)
 def _capsule_destructor(cap):
     # an unconsumed capsule still carries its original name: release the export
-    for name in (_NAME, _NAME_V):
+    for name in (CAPSULE_NAME, CAPSULE_NAME_VERSIONED):
         if _IsValid(cap, name):
             addr = _GetPointer(cap, name)
             _LIVE.pop(addr, None)
@@ -69,30 +54,31 @@ _DTOR_ADDR = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
 
 
 def export(ptr: int, shape, strides, dtype, ordinal: int, owner, versioned: bool,
-           copied: bool = False, device_type: int = _KDL_CUDA):
+           copied: bool = False, device_type: int = KDL_CUDA):
     """A DLPack capsule over memory ``ptr`` (shape / strides in elements) on DLPack device
     ``(device_type, ordinal)`` (CUDA by default); ``owner`` is kept alive until the consumer
     calls the deleter."""
     ndim = len(shape)
     shp = (ctypes.c_int64 * max(ndim, 1))(*shape)
     st = (ctypes.c_int64 * max(ndim, 1))(*strides)
-    m = _ManagedVersioned() if versioned else _Managed()
+    m = DLManagedTensorVersioned() if versioned else DLManagedTensor()
     t = m.dl_tensor
     t.data = ptr
-    t.device = _DLDevice(device_type, ordinal)
+    t.device = DLDevice(device_type, ordinal)
     t.ndim = ndim
-    t.dtype = _DLDataType(dtype.dlpack[0], dtype.dlpack[1], 1)
+    t.dtype = DLDataType(dtype.dlpack[0], dtype.dlpack[1], 1)
     t.shape = ctypes.cast(shp, ctypes.POINTER(ctypes.c_int64))
     t.strides = ctypes.cast(st, ctypes.POINTER(ctypes.c_int64))
     t.byte_offset = 0
     m.manager_ctx = None
     m.deleter = _DELETER_ADDR
     if versioned:
-        m.version = _DLPackVersion(1, 0)
+        m.version = DLPackVersion(1, 0)
         m.flags = 2 if copied else 0  # DLPACK_FLAG_BITMASK_IS_COPIED
     addr = ctypes.addressof(m)
     _LIVE[addr] = (m, shp, st, owner)
-    return _CapsuleNew(addr, _NAME_V if versioned else _NAME, _DTOR_ADDR)
+    name = CAPSULE_NAME_VERSIONED if versioned else CAPSULE_NAME
+    return _CapsuleNew(addr, name, _DTOR_ADDR)
 
 
 def export_host(arr, versioned: bool, copy):
@@ -105,14 +91,7 @@ def export_host(arr, versioned: bool, copy):
                           "(copy=False given)")
     host = np.ascontiguousarray(arr.to_numpy(raw=True))
     return export(host.ctypes.data, host.shape, contiguous_strides(host.shape), arr.dtype, 0,
-                  host, versioned, True, _KDL_CPU)
-
-
-def _capsule_tensor(cap):
-    for name, struct in ((_NAME_V, _DLManagedTensorVersioned), (_NAME, _DLManagedTensor)):
-        if _ObjIsValid(cap, name):
-            return struct.from_address(_ObjGetPointer(cap, name)).dl_tensor
-    raise TypeError("__dlpack__ did not return a DLPack capsule")
+                  host, versioned, True, KDL_CPU)
 
 
 def host_array(obj) -> "tuple[np.ndarray, DType]":
@@ -123,8 +102,10 @@ def host_array(obj) -> "tuple[np.ndarray, DType]":
         cap = obj.__dlpack__(max_version=(1, 0))
     except TypeError:
         cap = obj.__dlpack__()
-    t = _capsule_tensor(cap)
-    if t.device.device_type not in (_KDL_CPU, _KDL_CUDA_HOST):
+    t = capsule_tensor(cap)
+    if t is None:
+        raise TypeError("__dlpack__ did not return a DLPack capsule")
+    if t.device.device_type not in (KDL_CPU, KDL_CUDA_HOST):
         raise BufferError(f"host_array: producer is on DLPack device {t.device.device_type}")
     dt = from_dlpack_code(t.dtype.code, t.dtype.bits, t.dtype.lanes)
     shape = tuple(int(t.shape[i]) for i in range(t.ndim))

@@ -8,11 +8,10 @@ with :func:`as_view`; the producer is kept alive by the view.  Rank is limited t
 
 from __future__ import annotations
 
-import ctypes
-
 from typing import Optional, Tuple
 
 from . import dtypes as _dt
+from .dlpack import KDL_CUDA, KDL_CUDA_MANAGED, capsule_tensor
 from .dtypes import DType
 from .errors import (DeviceMismatchError, InvalidProblemError, MisalignedOperandError,
                      UnsupportedError)
@@ -157,64 +156,11 @@ class TensorView:
 
 
 # ----------------------------------------------------------------------------- DLPack parsing
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", _DLDevice),
-        ("ndim", ctypes.c_int),
-        ("dtype", _DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
-
-
-class _DLPackVersion(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
-
-
-class _DLManagedTensorVersioned(ctypes.Structure):
-    _fields_ = [
-        ("version", _DLPackVersion),
-        ("manager_ctx", ctypes.c_void_p),
-        ("deleter", ctypes.c_void_p),
-        ("flags", ctypes.c_uint64),
-        ("dl_tensor", _DLTensor),
-    ]
-
-
-class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
-
-
-_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
-_GetPointer.restype = ctypes.c_void_p
-_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_IsValid = ctypes.pythonapi.PyCapsule_IsValid
-_IsValid.restype = ctypes.c_int
-_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-_KDL_CUDA, _KDL_CUDA_MANAGED, _KDL_CPU = 2, 13, 1
-
-
 def _view_from_capsule(capsule, owner) -> TensorView:
-    if _IsValid(capsule, b"dltensor_versioned"):
-        addr = _GetPointer(capsule, b"dltensor_versioned")
-        dl = _DLManagedTensorVersioned.from_address(addr).dl_tensor
-    elif _IsValid(capsule, b"dltensor"):
-        addr = _GetPointer(capsule, b"dltensor")
-        dl = _DLManagedTensor.from_address(addr).dl_tensor
-    else:
+    dl = capsule_tensor(capsule)
+    if dl is None:
         raise InvalidProblemError("object's __dlpack__ did not return a DLPack capsule")
-    if dl.device.device_type not in (_KDL_CUDA, _KDL_CUDA_MANAGED):
+    if dl.device.device_type not in (KDL_CUDA, KDL_CUDA_MANAGED):
         raise DeviceMismatchError(
             f"operand is on DLPack device type {dl.device.device_type}, not a CUDA GPU "
             f"(host arrays must be copied to the device first, e.g. with array_api.asarray)")
@@ -271,7 +217,7 @@ def as_view(obj, *, stream: Optional[int] = None) -> TensorView:
         dev = None
         if hasattr(obj, "__dlpack_device__"):
             dev = obj.__dlpack_device__()
-            if int(dev[0]) not in (_KDL_CUDA, _KDL_CUDA_MANAGED):
+            if int(dev[0]) not in (KDL_CUDA, KDL_CUDA_MANAGED):
                 raise DeviceMismatchError(
                     f"operand of type {type(obj).__name__} lives on DLPack device {tuple(dev)}, not a "
                     f"CUDA GPU; copy it to the device first (array_api.asarray)")

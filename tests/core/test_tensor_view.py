@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import baracuda_dsl as bd
+from baracuda_dsl import dlpack
 from baracuda_dsl import dtypes as dt
 from baracuda_dsl import tensor as tv
 from baracuda_dsl.errors import (DeviceMismatchError, InvalidProblemError, MisalignedOperandError,
@@ -167,23 +168,23 @@ class _FakeCudaTensor:
         self.n = len(shape)
         self.shape = (ctypes.c_int64 * max(self.n, 1))(*shape)
         self.strides = None if strides is None else (ctypes.c_int64 * max(self.n, 1))(*strides)
-        dl = tv._DLTensor()
+        dl = dlpack.DLTensor()
         dl.data = data
-        dl.device = tv._DLDevice(*device)
+        dl.device = dlpack.DLDevice(*device)
         dl.ndim = self.n
-        dl.dtype = tv._DLDataType(code_bits[0], code_bits[1], 1)
+        dl.dtype = dlpack.DLDataType(code_bits[0], code_bits[1], 1)
         dl.shape = ctypes.cast(self.shape, ctypes.POINTER(ctypes.c_int64))
         dl.strides = (ctypes.cast(self.strides, ctypes.POINTER(ctypes.c_int64))
                       if self.strides is not None else None)
         dl.byte_offset = byte_offset
         self.versioned = versioned
         if versioned:
-            self.mt = tv._DLManagedTensorVersioned()
-            self.mt.version = tv._DLPackVersion(1, 0)
+            self.mt = dlpack.DLManagedTensorVersioned()
+            self.mt.version = dlpack.DLPackVersion(1, 0)
             self.mt.dl_tensor = dl
             self.name = b"dltensor_versioned"
         else:
-            self.mt = tv._DLManagedTensor()
+            self.mt = dlpack.DLManagedTensor()
             self.mt.dl_tensor = dl
             self.name = b"dltensor"
         self.device = device
