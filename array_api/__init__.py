@@ -15,19 +15,32 @@ Array operators (Python scalars per 2024.12; one GPU kernel per call), statistic
 sets, indexing, ``matmul``/``@``/``tensordot``/``vecdot`` and the ``linalg`` extension (products
 only; factorisations raise UnsupportedError), and ML extensions (activations, normalizations,
 softmax family, ``xp.losses``, ``xp.random``, dropout, ``linear``).  Only what is listed in
-``__all__`` is wired: anything else (fft, ...) is absent.  Default dtypes: float32, complex64, int64; float16 and bfloat16 are extension dtypes that
-promote like the standard's floats (to float32 with each other).
+``__all__`` is wired: anything else (fft, ...) is absent.  Default dtypes: float32, complex64,
+int64; float16 and bfloat16 are extension dtypes that promote like the standard's floats (to
+float32 with each other).
+
+Layout (array-api-strict's): one module per chapter of the standard (``_creation_functions``,
+``_data_type_functions``, ``_elementwise_functions``, ``_indexing_functions``,
+``_linear_algebra_functions``, ``_manipulation_functions``, ``_searching_functions``,
+``_set_functions``, ``_sorting_functions``, ``_statistical_functions``, ``_utility_functions``,
+``_constants``, ``_info``, ``linalg``), one module per op family for the extensions
+(``_<family>_extensions``, ``losses``, ``random``), and shared machinery in modules with one job:
+``_dtypes`` / ``_promotion`` / ``_device`` / ``_dlpack`` at the bottom, ``_array_object`` above
+them, then the bridges to the plans (``_dispatch``, ``_plans``, ``_copy``, ``_reduce``,
+``_scan``, ``_unique``, ``_gemm``).  Imports go one way (no cycles): the Array methods reach
+the function modules through ``_array_object.OPERATIONS``, bound at the end of this file.
 """
+
+import sys as _sys
 
 from baracuda_dsl.errors import UnsupportedError  # noqa: F401
 
-from ._activations import (addcdiv, addcmul, digamma, elu, erf, erfc, erfinv, fma, geglu, gelu,
-                           gelu_tanh, glu, hardshrink, hardsigmoid, hardswish, hardtanh,
-                           leaky_relu, lerp, lgamma, logit, mish, prelu, reglu, relu, relu6,
-                           selu, sigmoid, silu, softplus, softshrink, softsign, swiglu, tanhshrink,
-                           threshold)
-from ._activations import __all__ as _activation_names
-from ._array_object import Array
+from . import _copy, _elementwise_functions, _indexing_functions, _linear_algebra_functions
+from . import losses  # noqa: F401  (xp.losses.<torch.nn.functional name>)
+from . import linalg  # noqa: F401  (xp.linalg: the standard's linear algebra extension)
+from . import random  # noqa: F401  (xp.random.Generator / default_rng)
+from ._array_object import OPERATIONS, Array
+from ._constants import e, inf, nan, newaxis, pi  # noqa: F401
 from ._creation_functions import (arange, asarray, empty, empty_like, eye, from_dlpack, full,
                                   full_like, linspace, meshgrid, ones, ones_like, tril, triu, zeros,
                                   zeros_like)
@@ -46,45 +59,57 @@ from ._elementwise_functions import (abs, acos, acosh, add, asin, asinh, atan, a
                                      pow, real, reciprocal, remainder, round, sign, signbit, sin,
                                      sinh, sqrt, square, subtract, tan, tanh, trunc)
 from ._elementwise_functions import __all__ as _elementwise_names
-from ._extensions import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
-from ._info import __array_namespace_info__
-from ._searching_functions import where
-from ._statistical_functions import (all, any, argmax, argmin, count_nonzero, diff,  # noqa: A004
-                                     logsumexp, max, mean, min, prod, std, sum, trace, var)
-from ._cumulative_functions import (cummax, cummin, cumprod, cumsum, cumulative_prod,
-                                    cumulative_sum, logcumsumexp)
-from ._nonzero import flatnonzero, nonzero
-from ._sorting_functions import argsort, kthvalue, msort, searchsorted, sort, topk
-from ._counting_functions import bincount, histc, histogram
-from ._set_functions import (unique_all, unique_consecutive, unique_counts, unique_inverse,
-                             unique_values)
-from ._manipulation_functions import (ascontiguousarray, broadcast_arrays, broadcast_to, concat,
-                                      expand_dims, flip, matrix_transpose, moveaxis, permute_dims,
-                                      repeat, reshape, roll, squeeze, stack, tile, unstack)
 from ._indexing_functions import take, take_along_axis
-from ._layout_extensions import pad, pixel_shuffle, pixel_unshuffle
-from ._indexing_extensions import (embedding, embedding_bag, gather, index_add, index_select,
-                                   masked_fill, one_hot, scatter, scatter_add, segment_max,
-                                   segment_mean, segment_min, segment_prod, segment_sum)
-from ._indexing_extensions import __all__ as _indexing_extension_names
+from ._info import __array_namespace_info__
+from ._linear_algebra_functions import matmul, matrix_transpose, tensordot, vecdot
+from ._manipulation_functions import (ascontiguousarray, broadcast_arrays, broadcast_to, concat,
+                                      expand_dims, flip, moveaxis, permute_dims, repeat, reshape,
+                                      roll, squeeze, stack, tile, unstack)
 from ._plans import set_index_checking
-from . import random  # noqa: E402  (xp.random.Generator / default_rng)
-from . import losses  # noqa: E402  (xp.losses.<torch.nn.functional name>)
+from ._searching_functions import (argmax, argmin, count_nonzero, nonzero, searchsorted,
+                                   where)
+from ._set_functions import unique_all, unique_counts, unique_inverse, unique_values
+from ._sorting_functions import argsort, sort
+from ._statistical_functions import (cumulative_prod, cumulative_sum, max, mean, min, prod,
+                                     std, sum, var)
+from ._utility_functions import all, any, diff  # noqa: A004
+
+# ML extensions, one module per op family (baracuda_dsl.ops.<family>)
+from ._elementwise_extensions import (addcdiv, addcmul, digamma, elu, erf, erfc, erfinv, fma,
+                                      geglu, gelu, gelu_tanh, glu, hardshrink, hardsigmoid,
+                                      hardswish, hardtanh, leaky_relu, lerp, lgamma, logit,
+                                      masked_fill, mish, prelu, reglu, relu, relu6, selu, sigmoid,
+                                      silu, softplus, softshrink, softsign, swiglu, tanhshrink,
+                                      threshold)
+from ._elementwise_extensions import __all__ as _elementwise_extension_names
+from ._gemm_extensions import linear
+from ._histogram_extensions import bincount, histc, histogram
+from ._indexing_extensions import gather, index_select, one_hot, scatter, scatter_add
+from ._normalization_extensions import (batch_norm, group_norm, instance_norm, layer_norm,
+                                        rms_norm)
 from ._random_extensions import dropout, gumbel_softmax
+from ._reduction_extensions import logsumexp, trace
+from ._scan_extensions import cummax, cummin, cumprod, cumsum, flatnonzero, logcumsumexp
+from ._segment_extensions import (embedding, embedding_bag, index_add, segment_max,
+                                  segment_mean, segment_min, segment_prod, segment_sum)
+from ._shape_extensions import pad, pixel_shuffle, pixel_unshuffle
 from ._softmax_extensions import log_softmax, softmax, sparsemax
-from ._linear_algebra_functions import linear, matmul, tensordot, vecdot
-from . import linalg  # noqa: E402  (xp.linalg: the standard's linear algebra extension)
+from ._sorting_extensions import kthvalue, msort, topk, unique_consecutive
 
 __array_api_version__ = "2024.12"
-
-newaxis = None
-e, pi, inf, nan = 2.718281828459045, 3.141592653589793, float("inf"), float("nan")
 
 
 def asnumpy(x):
     """Host (numpy) copy of an Array (extension)."""
     return x.to_numpy()
 
+
+# the functions behind the Array methods (they live above _array_object, which cannot import them)
+OPERATIONS.bind(namespace=_sys.modules[__name__], binary=_elementwise_functions.binary,
+                abs=abs, negative=negative, positive=positive, bitwise_invert=bitwise_invert,
+                matmul=matmul, imatmul=_linear_algebra_functions.imatmul,
+                advanced_getitem=_indexing_functions.advanced_getitem,
+                setitem=_indexing_functions.setitem, contiguous_copy=_copy.contiguous_copy)
 
 __all__ = [
     "__array_api_version__", "__array_namespace_info__", "Array", "Device", "UnsupportedError",
@@ -99,7 +124,7 @@ __all__ = [
     "rms_norm", "layer_norm", "batch_norm", "group_norm", "instance_norm",
     "newaxis", "e", "pi", "inf", "nan",
     *_elementwise_names,
-    *_activation_names,
+    *_elementwise_extension_names,
 ]
 __all__ += ["argmax", "argmin", "count_nonzero", "diff", "logsumexp", "max", "mean", "min",
             "prod", "std", "sum", "trace", "var"]
@@ -109,6 +134,8 @@ __all__ += ["sort", "argsort", "searchsorted", "topk", "kthvalue", "msort"]
 __all__ += ["bincount", "histc", "histogram", "unique_all", "unique_consecutive",
             "unique_counts", "unique_inverse", "unique_values"]
 __all__ += ["concat", "stack", "unstack", "moveaxis", "roll", "take", "take_along_axis", "pad",
-            "pixel_shuffle", "pixel_unshuffle", "set_index_checking", *_indexing_extension_names]
+            "pixel_shuffle", "pixel_unshuffle", "set_index_checking", "index_select", "gather",
+            "scatter", "scatter_add", "index_add", "one_hot", "embedding", "embedding_bag",
+            "segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod"]
 __all__ += ["random", "losses", "dropout", "gumbel_softmax", "softmax", "log_softmax", "sparsemax"]
 __all__ += ["matmul", "tensordot", "vecdot", "linear", "linalg"]

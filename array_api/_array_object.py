@@ -8,6 +8,10 @@ with its reflected and in-place forms, built on the elementwise functions (``x +
 types: ``NotImplemented``); in-place forms write into the array itself (views see the result) and
 require the result dtype and broadcast shape to be the array's own.  ``@`` / ``@=`` are
 :func:`array_api.matmul` (``_linear_algebra_functions``).
+
+The functions behind the operators, advanced indexing, assignment and dense copies live in the
+function modules, which import this one: the methods reach them through :data:`OPERATIONS`, a
+table the package (``array_api/__init__``) fills once every module is imported.
 """
 
 from __future__ import annotations
@@ -17,12 +21,37 @@ import operator
 
 import numpy as np
 
-from baracuda_dsl.errors import DeviceMismatchError, InvalidProblemError, UnsupportedError
+from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
 from baracuda_dsl.tensor import MAX_RANK, TensorView, contiguous_strides
 
 from . import _device as _dev
 from . import _dtypes as _dt
 from ._device import Device
+from ._dlpack import export, export_host
+
+
+class Operations:
+    """The functions the Array methods hand work to (they live in higher layers), bound once by
+    :meth:`bind`: ``namespace`` (the ``array_api`` module, for ``__array_namespace__``),
+    ``binary(op, x1, x2, inplace=False)`` and the unary functions ``abs negative positive
+    bitwise_invert`` (the operators), ``matmul`` / ``imatmul`` (``@``, ``@=``),
+    ``advanced_getitem(x, key)`` and ``setitem(x, key, value)`` (integer-array / boolean-mask
+    reads, every assignment), ``contiguous_copy(x)`` (a dense copy)."""
+
+    __slots__ = ("namespace", "binary", "abs", "negative", "positive", "bitwise_invert",
+                 "matmul", "imatmul", "advanced_getitem", "setitem", "contiguous_copy")
+
+    def bind(self, **functions) -> None:
+        """Set every slot (TypeError when one is missing or unknown)."""
+        if set(functions) != set(self.__slots__):
+            raise TypeError(f"Operations.bind: expected {sorted(self.__slots__)}, got "
+                            f"{sorted(functions)}")
+        for name, fn in functions.items():
+            setattr(self, name, fn)
+
+
+#: the late-bound table behind the Array methods (filled by ``array_api/__init__``)
+OPERATIONS = Operations()
 
 
 class Array:
@@ -116,9 +145,7 @@ class Array:
     def __array_namespace__(self, /, *, api_version=None):
         if api_version not in (None, "2022.12", "2023.12", "2024.12"):
             raise ValueError(f"unsupported array API version {api_version!r}")
-        import array_api
-
-        return array_api
+        return OPERATIONS.namespace
 
     def __baracuda_view__(self) -> TensorView:
         return TensorView(self._ptr, self._shape, self._strides, self._dtype,
@@ -132,21 +159,13 @@ class Array:
         this namespace enqueued on the legacy default stream is made visible to it."""
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
             if int(dl_device[0]) == 1:  # kDLCPU: a host copy (np.from_dlpack(x, device="cpu"))
-                from ._dlpack import export_host
-
                 return export_host(self, max_version is not None and int(max_version[0]) >= 1,
                                    copy)
             raise BufferError(f"cannot export to DLPack device {tuple(dl_device)}; array is on "
                               f"{self.__dlpack_device__()}")
         if isinstance(stream, int) and stream not in (-1, 0, 1):
             _dev.stream_wait_default(stream)
-        src = self
-        if copy:
-            from ._manipulation_functions import _contiguous_copy
-
-            src = _contiguous_copy(self)
-        from ._dlpack import export
-
+        src = OPERATIONS.contiguous_copy(self) if copy else self
         versioned = max_version is not None and int(max_version[0]) >= 1
         return export(src._ptr, src._shape, src._strides, src._dtype, src._device.ordinal, src,
                       versioned, bool(copy))
@@ -173,9 +192,7 @@ class Array:
                 out = np.lib.stride_tricks.as_strided(
                     host[-lo:], self._shape, tuple(s * isz for s in self._strides)).copy()
             else:
-                from ._manipulation_functions import _contiguous_copy
-
-                return _contiguous_copy(self).to_numpy(raw=raw)
+                return OPERATIONS.contiguous_copy(self).to_numpy(raw=raw)
         return out if raw else _dt.host_decode(out, self._dtype)
 
     def __array__(self, dtype=None, copy=None):
@@ -276,10 +293,8 @@ class Array:
     def __getitem__(self, key) -> "Array":
         """Basic indexing (ints, slices, ``...``, ``None``, 0-D integer arrays) gives a view;
         integer arrays and boolean masks give a new array (``_indexing_functions``)."""
-        from ._indexing_functions import advanced_getitem, is_advanced
-
         if is_advanced(key):
-            return advanced_getitem(self, key)
+            return OPERATIONS.advanced_getitem(self, key)
         off, shape, strides = self._index(key)
         return self._view(off, shape, strides)
 
@@ -290,67 +305,45 @@ class Array:
         arrays / nested lists are converted to x's dtype on the host (extension).  Strided views
         are written in place.  Integer-array / boolean-mask keys scatter (``_indexing_functions``;
         duplicate targets: one write wins)."""
-        from ._indexing_functions import advanced_setitem, is_advanced
-
-        if is_advanced(key):
-            advanced_setitem(self, key, value)
-            return
-        target = self[key]
-        from . import _dispatch, _promotion
-        from ._creation_functions import _fill, asarray
-        from ._manipulation_functions import _copy_into, broadcast_to
-
-        if isinstance(value, np.generic) and value.ndim == 0:
-            value = value.item()
-        if isinstance(value, (builtins.bool, int, float, complex)):
-            from ._elementwise_functions import convert_scalar
-
-            if _promotion.scalar_dtype(value, self._dtype) != self._dtype:
-                raise TypeError(f"cannot assign a Python {type(value).__name__} to a "
-                                f"{self._dtype.name} array")
-            value = convert_scalar(value, self._dtype)
-            if target.is_contiguous():
-                _fill(target, value)  # memset where the pattern allows
-            else:
-                _dispatch.fill(target, value)
-            return
-        if not isinstance(value, Array):
-            value = asarray(value, dtype=self._dtype, device=self._device)
-        if value.device != self._device:
-            raise DeviceMismatchError(f"__setitem__: value on {value.device}, array on "
-                                      f"{self._device}")
-        if value.dtype != self._dtype and not _promotion.can_cast(value.dtype, self._dtype):
-            raise TypeError(f"cannot assign a {value.dtype.name} array to a {self._dtype.name} "
-                            f"array (the standard's promotion rules do not allow it)")
-        if value.dtype == self._dtype and target.is_contiguous():
-            _copy_into(broadcast_to(value, target.shape), target)
-        else:
-            _dispatch.copy_into(value, target)
+        OPERATIONS.setitem(self, key, value)
 
     # ----------------------------------------------------------------------- matmul
     def __matmul__(self, other, /):
         """``self @ other``: :func:`array_api.matmul` (Arrays only)."""
         if not isinstance(other, Array):
             return NotImplemented
-        from ._linear_algebra_functions import matmul
-
-        return matmul(self, other)
+        return OPERATIONS.matmul(self, other)
 
     def __rmatmul__(self, other, /):
         """``other @ self``: :func:`array_api.matmul` (Arrays only)."""
         if not isinstance(other, Array):
             return NotImplemented
-        from ._linear_algebra_functions import matmul
-
-        return matmul(other, self)
+        return OPERATIONS.matmul(other, self)
 
     def __imatmul__(self, other, /):
         """``self @= other``: matmul written into self (same dtype and shape required)."""
         if not isinstance(other, Array):
             return NotImplemented
-        from ._linear_algebra_functions import imatmul
+        return OPERATIONS.imatmul(self, other)
 
-        return imatmul(self, other)
+
+# --------------------------------------------------------------------------- helpers
+def tensor_view(x: Array) -> TensorView:
+    """The TensorView a plan's Args take, built without re-validation (an Array's fields are
+    checked when it is made); ``x.__baracuda_view__()`` is the validating form."""
+    return TensorView._trusted(x._ptr, x._shape, x._strides, x._dtype, x._device.ordinal, x)
+
+
+def is_advanced(key) -> builtins.bool:
+    """True when ``key`` needs the advanced path (an integer array of rank >= 1, any boolean
+    array or Python / numpy bool)."""
+    items = key if isinstance(key, tuple) else (key,)
+    for k in items:
+        if isinstance(k, (builtins.bool, np.bool_)):
+            return True
+        if isinstance(k, Array) and (k.ndim > 0 or k.dtype == _dt.bool):
+            return True
+    return False
 
 
 # --------------------------------------------------------------------------- operators
@@ -367,14 +360,12 @@ def _binary_operator(fname: str, symbol: str, form: str):
     def method(self, other, /):
         if not _operand_ok(other):
             return NotImplemented
-        from ._elementwise_functions import binary
-
         if form == "r":
-            return binary(fname, other, self)
+            return OPERATIONS.binary(fname, other, self)
         if form == "i":
-            binary(fname, self, other, inplace=True)
+            OPERATIONS.binary(fname, self, other, inplace=True)
             return self
-        return binary(fname, self, other)
+        return OPERATIONS.binary(fname, self, other)
 
     lhs, rhs = ("other", "self") if form == "r" else ("self", "other")
     eq = "=" if form == "i" else ""
@@ -385,9 +376,7 @@ def _binary_operator(fname: str, symbol: str, form: str):
 
 def _unary_operator(fname: str, symbol: str):
     def method(self, /):
-        from . import _elementwise_functions as ef
-
-        return getattr(ef, fname)(self)
+        return getattr(OPERATIONS, fname)(self)
 
     method.__doc__ = f"``{symbol}self``: :func:`array_api.{fname}`"
     return method

@@ -18,24 +18,28 @@ import operator
 
 import numpy as np
 
+from baracuda_dsl import dtypes as _d
+from baracuda_dsl.dlpack import KDL_CPU, KDL_CUDA_HOST
 from baracuda_dsl.dtypes import DType
 from baracuda_dsl.errors import UnsupportedError
 from baracuda_dsl.tensor import MAX_RANK, as_view
 
+from . import _copy
 from . import _device as _dev
+from . import _dispatch
 from . import _dtypes as _dt
+from . import _plans
 from ._array_object import Array
 from ._device import Device, as_device
-from ._promotion import check_scalar_range
+from ._dlpack import host_array
+from ._promotion import check_scalar_range, result_type
 
-_KDL_CPU, _KDL_CUDA_HOST = 1, 3
 _PY_SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex)
-_SMALL_UPLOAD = 1 << 16  # bytes: below this a non-memset fill is a host upload, above a kernel
 
 
 # ------------------------------------------------------------------------------ validation
 def _resolve_dtype(dtype, default: DType) -> DType:
-    return default if dtype is None else _dt._as_dtype(dtype)
+    return default if dtype is None else _dt.as_dtype(dtype)
 
 
 def _shape_tuple(shape) -> tuple:
@@ -90,39 +94,6 @@ def _check_fill(value, dt: DType, fn: str) -> None:
     check_scalar_range(value, dt)
 
 
-def _host_scalar(value, dt: DType) -> np.ndarray:
-    """One element holding ``value`` converted to ``dt``, as the device's bytes."""
-    if value == 0 and not (isinstance(value, float) and math.copysign(1.0, value) < 0):
-        return np.zeros(1, dt.to_numpy())  # every dtype (fp8 too) stores zero as zero bytes
-    if dt.kind == "c":
-        host = np.asarray([complex(value)])
-    elif dt.kind == "f":
-        host = np.asarray([float(value)])
-    else:
-        host = np.asarray([value])
-    return _dt.host_encode(host, dt)
-
-
-def _fill(x: Array, value) -> None:
-    """Fill the dense array ``x`` with the scalar ``value`` (converted to x's dtype)."""
-    n = x.size
-    if n == 0:
-        return
-    value = _py_scalar(value)
-    one = _host_scalar(value, x.dtype)
-    if _dev.memset(x._ptr, one.tobytes(), n):
-        return
-    if n * x.dtype.itemsize > _SMALL_UPLOAD:
-        try:
-            from . import _dispatch
-
-            _dispatch.fill(x, value)
-            return
-        except UnsupportedError:
-            pass
-    _dev.htod(x._ptr, np.ascontiguousarray(np.broadcast_to(one, (n,))))
-
-
 # ------------------------------------------------------------------------------ fills
 def empty(shape, *, dtype=None, device=None) -> Array:
     """Uninitialised dense array (default dtype float32)."""
@@ -133,7 +104,7 @@ def empty(shape, *, dtype=None, device=None) -> Array:
 
 def _filled(shape, value, dt: DType, device) -> Array:
     x = Array._empty(_shape_tuple(shape), dt, as_device(device))
-    _fill(x, value)
+    _copy.fill(x, value)
     return x
 
 
@@ -146,7 +117,7 @@ def full(shape, fill_value, *, dtype=None, device=None) -> Array:
     shape = _shape_tuple(shape)
     arr_dt = fill_value.dtype if isinstance(fill_value, Array) else None
     if dtype is not None:
-        dt = _dt._as_dtype(dtype)
+        dt = _dt.as_dtype(dtype)
     value = _py_scalar(fill_value)
     if dtype is None:
         dt = arr_dt or _default_dtype_for(value)
@@ -169,7 +140,7 @@ def ones(shape, *, dtype=None, device=None) -> Array:
 def _like(x, dtype, device):
     if not isinstance(x, Array):
         raise TypeError(f"expected an array_api Array, got {type(x).__name__}")
-    return (x.dtype if dtype is None else _dt._as_dtype(dtype),
+    return (x.dtype if dtype is None else _dt.as_dtype(dtype),
             x.device if device is None else device)
 
 
@@ -300,8 +271,6 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None) -> Array:
     length = max(0, min(n, m - k) if k >= 0 else min(n + k, m))
     if length:
         off = k if k >= 0 else -k * m
-        from . import _dispatch
-
         _dispatch.fill(x._view(off, (length,), (m + 1,)), True if dt.kind == "b" else 1)
     return x
 
@@ -331,19 +300,16 @@ def meshgrid(*arrays, indexing: str = "xy") -> list:
     shape = [0] * len(arrays)
     for a, ax in zip(arrays, axes):
         shape[ax] = a.shape[0]
-    from ._manipulation_functions import _contiguous_copy
-
     out = []
     for a, ax in zip(arrays, axes):
         strides = [0] * len(arrays)
         strides[ax] = a.strides[0]
-        out.append(_contiguous_copy(a._view(0, tuple(shape), tuple(strides))))
+        out.append(_copy.contiguous_copy(a._view(0, tuple(shape), tuple(strides))))
     return out
 
 
 def _triangle(x, k, fn: str, lower: bool) -> Array:
-    if not isinstance(x, Array):
-        raise TypeError(f"{fn}: expected an array_api Array, got {type(x).__name__}")
+    _plans.check_operand(x, fn)
     if x.ndim < 2:
         raise ValueError(f"{fn}: x must be at least 2-D (shape {x.shape})")
     try:
@@ -351,8 +317,6 @@ def _triangle(x, k, fn: str, lower: bool) -> Array:
     except TypeError:
         raise TypeError(f"{fn}: k must be an int, got {k!r}") from None
     from baracuda_dsl.ops.shape.pad import TriArgs, TriDescriptor, TriPlan
-
-    from . import _plans
 
     out = Array._empty(x.shape, x.dtype, x.device)
     if out.size:
@@ -389,7 +353,7 @@ def _is_device_object(obj) -> builtins.bool:
         return builtins.bool(obj.is_cuda)
     if hasattr(obj, "__dlpack_device__"):
         dev = _dlpack_device(obj)
-        return dev is not None and dev[0] not in (_KDL_CPU, _KDL_CUDA_HOST)
+        return dev is not None and dev[0] not in (KDL_CPU, KDL_CUDA_HOST)
     return hasattr(obj, "__cuda_array_interface__")
 
 
@@ -397,7 +361,7 @@ def _is_host_dlpack(obj) -> builtins.bool:
     if isinstance(obj, (np.ndarray, np.generic)) or not hasattr(obj, "__dlpack__"):
         return False
     dev = _dlpack_device(obj)
-    return dev is not None and dev[0] in (_KDL_CPU, _KDL_CUDA_HOST)
+    return dev is not None and dev[0] in (KDL_CPU, KDL_CUDA_HOST)
 
 
 def _move(arr: Array, target, copy, err) -> Array:
@@ -408,9 +372,7 @@ def _move(arr: Array, target, copy, err) -> Array:
                       f"(copy=False given)")
         raise UnsupportedError(f"cross-device copies are not wired ({arr.device} → {target})")
     if copy:
-        from ._manipulation_functions import _contiguous_copy
-
-        return _contiguous_copy(arr)
+        return _copy.contiguous_copy(arr)
     return arr
 
 
@@ -436,17 +398,11 @@ def from_dlpack(x, /, *, device=None, copy=None) -> Array:
         if copy is False:
             raise BufferError("from_dlpack: a host producer must be copied to the device "
                               "(copy=False given)")
-        raw, dt = _dlpack_host_array(x)
+        raw, dt = host_array(x)
         return _upload_raw(raw, dt, target or as_device(None))
     v = as_view(x)
     arr = Array._new(v.ptr, v.shape, v.strides, v.dtype, Device(v.device), v)
     return _move(arr, target, copy, BufferError)
-
-
-def _dlpack_host_array(x):
-    from ._dlpack import host_array
-
-    return host_array(x)
 
 
 def _upload_raw(raw: np.ndarray, dt: DType, device: Device) -> Array:
@@ -454,12 +410,6 @@ def _upload_raw(raw: np.ndarray, dt: DType, device: Device) -> Array:
     x = Array._empty(raw.shape, dt, device)
     _dev.htod(x._ptr, np.ascontiguousarray(raw))
     return x
-
-
-def _cast(arr: Array, dt: DType) -> Array:
-    from . import _dispatch
-
-    return _dispatch.cast(arr, dt)
 
 
 def asarray(obj, /, *, dtype=None, device=None, copy=None) -> Array:
@@ -470,7 +420,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None) -> Array:
     (host data, a dtype change: a device cast), ``copy=True`` always, ``copy=False`` never
     (ValueError when a copy is needed).  OverflowError for Python ints out of the target's
     range (int64 by default)."""
-    dt = None if dtype is None else _dt._as_dtype(dtype)
+    dt = None if dtype is None else _dt.as_dtype(dtype)
     if copy not in (None, True, False):
         raise TypeError(f"asarray: copy must be None or a bool, got {copy!r}")
     if isinstance(obj, Array) or _is_device_object(obj):
@@ -480,12 +430,12 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None) -> Array:
             if copy is False:
                 raise ValueError(f"asarray: {arr.dtype.name} → {dt.name} needs a copy "
                                  f"(copy=False given)")
-            return _cast(_move(arr, target, None, ValueError), dt)
+            return _dispatch.cast(_move(arr, target, None, ValueError), dt)
         return _move(arr, target, copy, ValueError)
     if copy is False:
         raise ValueError("asarray: host data must be copied to the device (copy=False given)")
     if _is_host_dlpack(obj) and not isinstance(obj, (list, tuple)):
-        raw, src = _dlpack_host_array(obj)
+        raw, src = host_array(obj)
         if dt is None or dt == src:
             return _upload_raw(raw, src, as_device(device))
         a = _dt.host_decode(raw, src)
@@ -503,7 +453,7 @@ def _host_data(obj, dt):
         if a.dtype.name == "bfloat16":
             return a, _dt.bfloat16
         try:
-            return a, _dt._d.dtype(a.dtype)
+            return a, _d.dtype(a.dtype)
         except (UnsupportedError, TypeError):
             raise TypeError(f"asarray: numpy dtype {a.dtype} has no array_api dtype") from None
     if not isinstance(obj, _PY_SCALARS + (list, tuple)):
@@ -531,8 +481,6 @@ def _host_data(obj, dt):
     if a.dtype == object:
         raise ValueError("asarray: ragged nested sequence (arrays of mismatched shapes)")
     if arr_dts:
-        from ._promotion import result_type
-
         return a, result_type(*arr_dts, *[v for v in flat if isinstance(v, _PY_SCALARS)])
     default = {"b": _dt.bool, "i": _dt.int64, "u": _dt.int64, "f": _dt.float32,
                "c": _dt.complex64}.get(a.dtype.kind)

@@ -7,25 +7,24 @@ from __future__ import annotations
 import builtins
 
 from baracuda_dsl.dtypes import DType
+from baracuda_dsl.errors import UnsupportedError
 
+from . import _dispatch
 from . import _dtypes as _dt
 from . import _promotion
+from ._array_object import Array
+from ._device import as_device
 from ._dtypes import finfo, iinfo, isdtype  # noqa: F401  (re-exported)
+from ._plans import check_operand
 
 __all__ = ["astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type"]
-
-
-def _array_type():
-    from ._array_object import Array
-
-    return Array
 
 
 def _dtype_of(x, what: str) -> DType:
     """The dtype of an Array or a dtype (TypeError for anything else)."""
     if isinstance(x, DType):
         return x
-    if isinstance(x, _array_type()):
+    if isinstance(x, Array):
         return x.dtype
     raise TypeError(f"{what}: expected an array_api Array or dtype, got {type(x).__name__}")
 
@@ -35,25 +34,16 @@ def astype(x, dtype, /, *, copy: builtins.bool = True, device=None):
     matches and ``copy=False``).  Every dtype pair is wired except complex → non-complex, which
     the standard leaves undefined (TypeError, as array-api-strict; use ``real``/``abs``).
     ``device`` must be x's device (cross-device copies are not wired: UnsupportedError)."""
-    Array = _array_type()
-    if not isinstance(x, Array):
-        raise TypeError(f"astype: expected an array_api Array, got {type(x).__name__}")
-    dt = _dt._as_dtype(dtype)
+    check_operand(x, "astype")
+    dt = _dt.as_dtype(dtype)
     if x.dtype.kind == "c" and dt.kind != "c":
         raise TypeError(f"astype: casting {x.dtype.name} to {dt.name} is not permitted by the "
                         f"standard (take real(x) or abs(x) first)")
-    if device is not None:
-        from ._device import as_device
-
-        if as_device(device) != x.device:
-            from baracuda_dsl.errors import UnsupportedError
-
-            raise UnsupportedError(f"astype: cross-device copies are not wired ({x.device} → "
-                                   f"{as_device(device)})")
+    if device is not None and as_device(device) != x.device:
+        raise UnsupportedError(f"astype: cross-device copies are not wired ({x.device} → "
+                               f"{as_device(device)})")
     if dt == x.dtype and not copy:
         return x
-    from . import _dispatch
-
     return _dispatch.cast(x, dt)
 
 

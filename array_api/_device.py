@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from baracuda_dsl.errors import DeviceMismatchError, DriverError, UnsupportedError
+from baracuda_dsl.dlpack import KDL_CPU, KDL_CUDA_HOST
+from baracuda_dsl.errors import DeviceMismatchError, DriverError
 
 
 class Device:
@@ -29,9 +30,6 @@ class Device:
         return f"cuda:{self.ordinal}"
 
 
-_KDL_CPU, _KDL_CUDA_HOST = 1, 3
-
-
 def is_host_request(device) -> bool:
     """True when ``device`` names host memory: ``'cpu'`` / ``'cpu:N'``, a DLPack device tuple
     ``(kDLCPU, n)``, or a device object whose ``type`` is ``'cpu'`` (torch, jax)."""
@@ -39,7 +37,7 @@ def is_host_request(device) -> bool:
         return device.strip().lower().split(":")[0] == "cpu"
     if isinstance(device, tuple) and len(device) == 2:
         try:
-            return int(device[0]) in (_KDL_CPU, _KDL_CUDA_HOST)
+            return int(device[0]) in (KDL_CPU, KDL_CUDA_HOST)
         except (TypeError, ValueError):
             return False
     kind = getattr(device, "type", None) or getattr(device, "platform", None)
@@ -195,7 +193,3 @@ def stream_wait_default(stream: int) -> None:
         _check("cuStreamWaitEvent", driver.cuStreamWaitEvent(stream, ev, 0))
     finally:
         driver.cuEventDestroy(ev)
-
-
-def unsupported(what: str):
-    raise UnsupportedError(what)

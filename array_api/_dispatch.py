@@ -13,9 +13,9 @@ from baracuda_dsl.errors import DeviceMismatchError, UnsupportedError
 from baracuda_dsl.ops.elementwise.elementwise import (ElementwiseArgs, ElementwiseDescriptor,
                                                       ElementwisePlan, broadcast_shapes)
 from baracuda_dsl.ops.elementwise.specs.elementwise import OPS
-from baracuda_dsl.tensor import TensorView
 
-from ._array_object import Array
+from ._array_object import Array, tensor_view
+from ._device import as_device
 
 _SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex)
 
@@ -27,10 +27,6 @@ def plan_for(op: str, shapes, dtype: DType, out_dtype: Optional[DType], params, 
                                                         shape))
 
 
-def _view(x: Array) -> TensorView:
-    return TensorView._trusted(x._ptr, x._shape, x._strides, x._dtype, x._device.ordinal, x)
-
-
 def _device_of(arrays, out):
     dev = None
     for a in list(arrays) + list(out or ()):
@@ -39,8 +35,6 @@ def _device_of(arrays, out):
         elif a.device != dev:
             raise DeviceMismatchError(f"operands on different devices: {dev} and {a.device}")
     if dev is None:
-        from ._device import as_device
-
         dev = as_device(None)
     return dev
 
@@ -79,7 +73,7 @@ def apply(op: str, operands: Sequence, dtype: DType, *, out_dtype: Optional[DTyp
         if isinstance(x, Array):
             if x._dtype is not want[k]:
                 x = cast(x, want[k])
-            ins.append(_view(x))
+            ins.append(tensor_view(x))
         else:
             ins.append(x)
     if outs is None:
@@ -87,9 +81,9 @@ def apply(op: str, operands: Sequence, dtype: DType, *, out_dtype: Optional[DTyp
         if plan._n == 0:
             return outs
         # fresh outputs of the right shape/dtype and trusted input views: skip re-validation
-        plan._launch_views(ins, [_view(o) for o in outs], dev.ordinal, 0, fresh=True)
+        plan._launch_views(ins, [tensor_view(o) for o in outs], dev.ordinal, 0, fresh=True)
         return outs
-    plan.run(ElementwiseArgs(ins, [_view(o) for o in outs]))
+    plan.run(ElementwiseArgs(ins, [tensor_view(o) for o in outs]))
     return outs
 
 

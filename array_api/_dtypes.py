@@ -1,5 +1,6 @@
-"""Data types of the namespace (the baracuda_dsl DType objects), their categories, ``isdtype``,
-``finfo`` / ``iinfo`` and the host (numpy) conversions used by host copies."""
+"""Data types of the namespace (the baracuda_dsl DType objects), their kinds and the standard's
+argument categories, ``isdtype``, ``finfo`` / ``iinfo`` and the host (numpy) conversions used by
+host copies."""
 
 from __future__ import annotations
 
@@ -19,27 +20,43 @@ float16, bfloat16, float32, float64 = _d.float16, _d.bfloat16, _d.float32, _d.fl
 complex64, complex128 = _d.complex64, _d.complex128
 float8_e4m3, float8_e5m2 = _d.float8_e4m3, _d.float8_e5m2
 
-_boolean_dtypes = (bool,)
-_signed_integer_dtypes = (int8, int16, int32, int64)
-_unsigned_integer_dtypes = (uint8, uint16, uint32, uint64)
-_integer_dtypes = _signed_integer_dtypes + _unsigned_integer_dtypes
-_real_floating_dtypes = (float32, float64, float16, bfloat16)
-_complex_floating_dtypes = (complex64, complex128)
-_numeric_dtypes = _integer_dtypes + _real_floating_dtypes + _complex_floating_dtypes
-_all_dtypes = _boolean_dtypes + _numeric_dtypes + (float8_e4m3, float8_e5m2)
+BOOLEAN_DTYPES = (bool,)
+SIGNED_INTEGER_DTYPES = (int8, int16, int32, int64)
+UNSIGNED_INTEGER_DTYPES = (uint8, uint16, uint32, uint64)
+INTEGER_DTYPES = SIGNED_INTEGER_DTYPES + UNSIGNED_INTEGER_DTYPES
+#: the standard's real floating dtypes plus the float16 / bfloat16 extensions
+REAL_FLOATING_DTYPES = (float32, float64, float16, bfloat16)
+COMPLEX_FLOATING_DTYPES = (complex64, complex128)
+NUMERIC_DTYPES = INTEGER_DTYPES + REAL_FLOATING_DTYPES + COMPLEX_FLOATING_DTYPES
+#: storage-only floating types (no promotion, few functions take them)
+FP8_DTYPES = (float8_e4m3, float8_e5m2)
 
 _KINDS = {
-    "bool": _boolean_dtypes,
-    "signed integer": _signed_integer_dtypes,
-    "unsigned integer": _unsigned_integer_dtypes,
-    "integral": _integer_dtypes,
-    "real floating": _real_floating_dtypes + (float8_e4m3, float8_e5m2),
-    "complex floating": _complex_floating_dtypes,
-    "numeric": _numeric_dtypes + (float8_e4m3, float8_e5m2),
+    "bool": BOOLEAN_DTYPES,
+    "signed integer": SIGNED_INTEGER_DTYPES,
+    "unsigned integer": UNSIGNED_INTEGER_DTYPES,
+    "integral": INTEGER_DTYPES,
+    "real floating": REAL_FLOATING_DTYPES + FP8_DTYPES,
+    "complex floating": COMPLEX_FLOATING_DTYPES,
+    "numeric": NUMERIC_DTYPES + FP8_DTYPES,
+}
+
+#: the standard's dtype categories of function arguments (float16 / bfloat16 count as real
+#: floating extensions; fp8 belongs to none)
+CATEGORIES = {
+    "all": frozenset(BOOLEAN_DTYPES + NUMERIC_DTYPES),
+    "numeric": frozenset(NUMERIC_DTYPES),
+    "real numeric": frozenset(INTEGER_DTYPES + REAL_FLOATING_DTYPES),
+    "integer": frozenset(INTEGER_DTYPES),
+    "integer or boolean": frozenset(INTEGER_DTYPES + BOOLEAN_DTYPES),
+    "boolean": frozenset(BOOLEAN_DTYPES),
+    "real floating-point": frozenset(REAL_FLOATING_DTYPES),
+    "complex floating-point": frozenset(COMPLEX_FLOATING_DTYPES),
+    "floating-point": frozenset(REAL_FLOATING_DTYPES + COMPLEX_FLOATING_DTYPES),
 }
 
 
-def _as_dtype(dt) -> DType:
+def as_dtype(dt) -> DType:
     """Resolve a dtype spec (a DType; also a name or a numpy dtype, as extensions) to a DType:
     TypeError for None or for objects that are no dtype at all, UnsupportedError for unknown
     names."""
@@ -103,7 +120,7 @@ def finfo(type, /) -> finfo_object:  # noqa: A002
     """Limits of a floating dtype (or of an array's dtype): ``bits eps max min smallest_normal
     dtype``.  A complex dtype reports its real component (complex64 → float32 values and
     ``dtype=float32``), as the standard says.  TypeError for non-floating dtypes."""
-    dt = _as_dtype(type.dtype if hasattr(type, "dtype") and not isinstance(type, DType)
+    dt = as_dtype(type.dtype if hasattr(type, "dtype") and not isinstance(type, DType)
                    else type)
     if dt.kind not in "fc":
         raise TypeError(f"finfo: {dt.name} is not a floating-point dtype")
@@ -119,7 +136,7 @@ def finfo(type, /) -> finfo_object:  # noqa: A002
 def iinfo(type, /) -> iinfo_object:  # noqa: A002
     """Limits of an integer dtype (or of an array's dtype): ``bits max min dtype``; TypeError
     for non-integer dtypes."""
-    dt = _as_dtype(type.dtype if hasattr(type, "dtype") and not isinstance(type, DType)
+    dt = as_dtype(type.dtype if hasattr(type, "dtype") and not isinstance(type, DType)
                    else type)
     if dt.kind not in "iu":
         raise TypeError(f"iinfo: {dt.name} is not an integer dtype")

@@ -33,36 +33,15 @@ from baracuda_dsl.errors import UnsupportedError
 from baracuda_dsl.ops.elementwise.elementwise import broadcast_shapes
 from baracuda_dsl.ops.elementwise.specs.elementwise import OPS
 
+from . import _dispatch
 from . import _promotion
 from ._array_object import Array
+from ._dtypes import (CATEGORIES, COMPLEX_FLOATING_DTYPES, FP8_DTYPES, INTEGER_DTYPES,
+                      REAL_FLOATING_DTYPES)
 
-# --------------------------------------------------------------------------- dtype categories
-_BOOL = (_d.bool_,)
-_INT = (_d.int8, _d.int16, _d.int32, _d.int64, _d.uint8, _d.uint16, _d.uint32, _d.uint64)
-_RFLOAT = (_d.float16, _d.bfloat16, _d.float32, _d.float64)
-_CFLOAT = (_d.complex64, _d.complex128)
-_FP8 = (_d.float8_e4m3, _d.float8_e5m2)
-
-#: the standard's dtype categories (float16 / bfloat16 count as real floating extensions)
-CATEGORIES = {
-    "all": frozenset(_BOOL + _INT + _RFLOAT + _CFLOAT),
-    "numeric": frozenset(_INT + _RFLOAT + _CFLOAT),
-    "real numeric": frozenset(_INT + _RFLOAT),
-    "integer": frozenset(_INT),
-    "integer or boolean": frozenset(_INT + _BOOL),
-    "boolean": frozenset(_BOOL),
-    "real floating-point": frozenset(_RFLOAT),
-    "complex floating-point": frozenset(_CFLOAT),
-    "floating-point": frozenset(_RFLOAT + _CFLOAT),
-}
+# --------------------------------------------------------------------------- scalars
 _REAL_OF = {_d.complex64: _d.float32, _d.complex128: _d.float64}
 _PY_SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex)
-
-
-def _dispatch():
-    from . import _dispatch as d  # imported at call time: the namespace imports without it
-
-    return d
 
 
 def is_scalar(x) -> builtins.bool:
@@ -79,7 +58,7 @@ def check_array(x, name: str, what: str = "x") -> Array:
 
 def check_dtype(dt: DType, category: str, name: str) -> None:
     """UnsupportedError for fp8 (storage-only here), TypeError outside ``category``."""
-    if dt in _FP8:
+    if dt in FP8_DTYPES:
         raise UnsupportedError(f"{name}: {dt.name} arrays are storage-only in this namespace "
                                f"(astype them to float16/bfloat16/float32 first)")
     if dt not in CATEGORIES[category]:
@@ -138,12 +117,12 @@ def _shape_of(x):
 
 def run(op: str, name: str, ops, dt: DType, out_dt: DType, params=(), out=None) -> Array:
     check_wired(op, dt, name)
-    return _dispatch().elementwise(op, list(ops), dt, out_dt, params=tuple(params), out=out)
+    return _dispatch.elementwise(op, list(ops), dt, out_dt, params=tuple(params), out=out)
 
 
 def copy(x: Array) -> Array:
     """A new dense array equal to ``x`` (same dtype)."""
-    return _dispatch().elementwise("copy", [x], x.dtype, x.dtype)
+    return _dispatch.elementwise("copy", [x], x.dtype, x.dtype)
 
 
 # --------------------------------------------------------------------------- unary / binary
@@ -264,7 +243,7 @@ def bitwise_invert(x, /) -> Array:
 def _int_identity(op: str, x) -> Array:
     check_array(x, op)
     check_dtype(x.dtype, "numeric" if op == "round" else "real numeric", op)
-    if x.dtype in _INT:
+    if x.dtype in INTEGER_DTYPES:
         return copy(x)  # integers are already integral: a new array with the same values
     return run(op, op, [x], x.dtype, x.dtype)
 
@@ -294,7 +273,9 @@ def conj(x, /) -> Array:
     """Complex conjugate; numeric dtypes (real dtypes: a copy)."""
     check_array(x, "conj")
     check_dtype(x.dtype, "numeric", "conj")
-    return run("conj", "conj", [x], x.dtype, x.dtype) if x.dtype in _CFLOAT else copy(x)
+    if x.dtype in COMPLEX_FLOATING_DTYPES:
+        return run("conj", "conj", [x], x.dtype, x.dtype)
+    return copy(x)
 
 
 def real(x, /) -> Array:
@@ -302,7 +283,7 @@ def real(x, /) -> Array:
     dtypes: a copy."""
     check_array(x, "real")
     check_dtype(x.dtype, "numeric", "real")
-    if x.dtype in _CFLOAT:
+    if x.dtype in COMPLEX_FLOATING_DTYPES:
         return run("real", "real", [x], x.dtype, _REAL_OF[x.dtype])
     return copy(x)
 
@@ -580,15 +561,15 @@ def _bound(x: Array, v, which: str):
     dtype (ints saturated to x's integer range; None → the dtype's extreme)."""
     dt = x.dtype
     if isinstance(v, Array):
-        if dt in _INT and v.dtype in _RFLOAT:
+        if dt in INTEGER_DTYPES and v.dtype in REAL_FLOATING_DTYPES:
             raise TypeError(f"clip: {which} must be integral when x is integral")
-        if dt in _RFLOAT and v.dtype in _INT:
+        if dt in REAL_FLOATING_DTYPES and v.dtype in INTEGER_DTYPES:
             raise TypeError(f"clip: {which} must be floating-point when x is floating-point")
         return v
     if v is not None and type(v) not in (builtins.int, builtins.float):
         raise TypeError(f"clip: {which} must be None, int, float or an Array; got "
                         f"{type(v).__name__}")
-    if dt in _INT:
+    if dt in INTEGER_DTYPES:
         if isinstance(v, builtins.float):
             raise TypeError(f"clip: {which} must be integral when x is integral")
         lo, hi = _int_range(dt)

@@ -1,5 +1,6 @@
-"""Indexing functions of the standard (``take``, ``take_along_axis``) and the integer-array /
-boolean-mask paths of ``Array.__getitem__`` / ``__setitem__``.
+"""Indexing functions of the standard (``take``, ``take_along_axis``), every assignment
+``Array.__setitem__`` makes and the integer-array / boolean-mask reads of ``Array.__getitem__``
+(basic keys give views in ``_array_object``).
 
 Advanced indexing follows numpy's rules (the standard's 2024.12 subset is contained in them):
 integer arrays (any integer dtype; negative indices wrap once) broadcast together to a shape B;
@@ -20,17 +21,29 @@ import operator
 
 import numpy as np
 
-from baracuda_dsl.errors import UnsupportedError
+from baracuda_dsl.errors import DeviceMismatchError, UnsupportedError
+from baracuda_dsl.ops.elementwise.elementwise import broadcast_shapes
 from baracuda_dsl.plan import prod
 
+from . import _copy
+from . import _dispatch
 from . import _dtypes as _dt
 from . import _plans
-from ._array_object import Array
+from . import _promotion
+from ._array_object import Array, is_advanced
+from ._creation_functions import asarray, full, zeros
+from ._data_type_functions import astype
+from ._elementwise_functions import (add, convert_scalar, greater_equal, less, logical_or,
+                                     multiply, remainder)
+from ._manipulation_functions import (ascontiguousarray, broadcast_to, moveaxis, normalize_axis,
+                                      permute_dims, reshape)
+from ._searching_functions import nonzero, where
 
 
 # ------------------------------------------------------------------------------ take family
-def _index_select(x: Array, idx: Array, axis: int, what: str) -> Array:
-    """``x`` indexed along ``axis`` by the 1-D integer array ``idx`` (new dense array)."""
+def select_along_axis(x: Array, idx: Array, axis: int, what: str) -> Array:
+    """``x`` indexed along ``axis`` by the 1-D integer array ``idx`` (a new dense array;
+    IndexSelectPlan; out-of-range indices raise IndexError naming ``what``)."""
     from baracuda_dsl.ops.indexing.indexing import (IndexSelectArgs, IndexSelectDescriptor,
                                                     IndexSelectPlan)
 
@@ -48,12 +61,17 @@ def _index_select(x: Array, idx: Array, axis: int, what: str) -> Array:
     return out
 
 
+def flat_index(idx, what: str) -> Array:
+    """The integer array ``idx`` (any shape) as a dense 1-D int32 / int64 array (other integer
+    dtypes converted); TypeError for non-integer arrays."""
+    _plans.check_index_array(idx, what)
+    return _plans.index_dtype_array(reshape(ascontiguousarray(idx), (-1,)))
+
+
 def take(x: Array, indices: Array, /, *, axis=None) -> Array:
     """Elements of ``x`` at the 1-D integer ``indices`` along ``axis`` (optional for 1-D x):
     result shape ``x.shape[:axis] + indices.shape + x.shape[axis+1:]``.  Negative indices wrap
     once; out-of-range ones raise IndexError.  Every dtype, bit-exact (``IndexSelectPlan``)."""
-    from ._manipulation_functions import _axis
-
     _plans.check_array(x, "x")
     _plans.check_index_array(indices, "indices")
     if indices.ndim != 1:
@@ -64,25 +82,22 @@ def take(x: Array, indices: Array, /, *, axis=None) -> Array:
         axis = 0
     if x.ndim == 0:
         raise ValueError("take: x must have at least one dimension")
-    return _index_select(x, indices, _axis(axis, x.ndim), "take")
+    return select_along_axis(x, indices, normalize_axis(axis, x.ndim), "take")
 
 
 def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
     """``out[..., i, ...] = x[..., indices[..., i, ...], ...]`` along ``axis``; ``indices`` has
     x's rank and broadcasts with x off ``axis``.  Negative indices wrap once; out-of-range ones
     raise IndexError.  Every dtype, bit-exact (``GatherAxisPlan``)."""
-    from baracuda_dsl.ops.elementwise.elementwise import broadcast_shapes
     from baracuda_dsl.ops.indexing.indexing import (GatherAxisArgs, GatherAxisDescriptor,
                                                     GatherAxisPlan)
-
-    from ._manipulation_functions import _axis, broadcast_to
 
     _plans.check_array(x, "x")
     _plans.check_index_array(indices, "indices")
     if x.ndim == 0 or indices.ndim != x.ndim:
         raise ValueError(f"take_along_axis: indices rank {indices.ndim} must equal x's rank "
                          f"{x.ndim} (>= 1)")
-    a = _axis(axis, x.ndim)
+    a = normalize_axis(axis, x.ndim)
     off_x = x.shape[:a] + (1,) + x.shape[a + 1:]
     off_i = indices.shape[:a] + (1,) + indices.shape[a + 1:]
     try:
@@ -105,19 +120,43 @@ def take_along_axis(x: Array, indices: Array, /, *, axis: int = -1) -> Array:
     return out
 
 
+# ------------------------------------------------------------------------ assignment
+def setitem(x: Array, key, value) -> None:
+    """``x[key] = value`` (``Array.__setitem__``): basic keys write the indexed view in place —
+    a Python scalar by a memset / fill kernel, an Array of x's dtype by a dense copy, other
+    dtypes (promotable to x's: ``can_cast``) and strided views by the converting copy kernel;
+    integer-array / boolean-mask keys scatter (:func:`advanced_setitem`)."""
+    if is_advanced(key):
+        advanced_setitem(x, key, value)
+        return
+    target = x[key]
+    if isinstance(value, np.generic) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
+        if _promotion.scalar_dtype(value, x.dtype) != x.dtype:
+            raise TypeError(f"cannot assign a Python {type(value).__name__} to a "
+                            f"{x.dtype.name} array")
+        value = convert_scalar(value, x.dtype)
+        if target.is_contiguous():
+            _copy.fill(target, value)  # memset where the pattern allows
+        else:
+            _dispatch.fill(target, value)
+        return
+    if not isinstance(value, Array):
+        value = asarray(value, dtype=x.dtype, device=x.device)
+    if value.device != x.device:
+        raise DeviceMismatchError(f"__setitem__: value on {value.device}, array on "
+                                  f"{x.device}")
+    if value.dtype != x.dtype and not _promotion.can_cast(value.dtype, x.dtype):
+        raise TypeError(f"cannot assign a {value.dtype.name} array to a {x.dtype.name} "
+                        f"array (the standard's promotion rules do not allow it)")
+    if value.dtype == x.dtype and target.is_contiguous():
+        _copy.copy_into(broadcast_to(value, target.shape), target)
+    else:
+        _dispatch.copy_into(value, target)
+
+
 # ------------------------------------------------------------------------ advanced indexing
-def is_advanced(key) -> builtins.bool:
-    """True when ``key`` needs the advanced path (an integer array of rank >= 1, any boolean
-    array or Python / numpy bool)."""
-    items = key if isinstance(key, tuple) else (key,)
-    for k in items:
-        if isinstance(k, (builtins.bool, np.bool_)):
-            return True
-        if isinstance(k, Array) and (k.ndim > 0 or k.dtype == _dt.bool):
-            return True
-    return False
-
-
 def _check_mask_shape(mshape, xshape) -> None:
     """A boolean index must match the dims it covers (an extent 0 matches anything)."""
     if len(mshape) > len(xshape) or any(m not in (n, 0) for m, n in zip(mshape, xshape)):
@@ -135,13 +174,9 @@ class _Decomposed:
 
 
 def _decompose(x: Array, key) -> _Decomposed:
-    from ._nonzero import nonzero
-
     items = list(key) if isinstance(key, tuple) else [key]
     for k in items:
         if isinstance(k, Array) and k.device != x.device:
-            from baracuda_dsl.errors import DeviceMismatchError
-
             raise DeviceMismatchError(f"index array on {k.device}, array on {x.device}")
     # expand the ellipsis over the dims the key does not consume
     consumed = 0
@@ -175,16 +210,12 @@ def _decompose(x: Array, key) -> _Decomposed:
                                                           and k.dtype == _dt.bool):
             truth = builtins.bool(k)
             basic.append(None)
-            from ._creation_functions import zeros
-
             adv.append((pos, vdim, zeros((1 if truth else 0,), dtype=_dt.int64,
                                          device=x.device)))
             vdim += 1
         elif isinstance(k, Array) and k.dtype == _dt.bool:
             _check_mask_shape(k.shape, x.shape[xdim:xdim + k.ndim])
             if k.size == 0:  # a mask with a 0 extent selects nothing (array-api-tests)
-                from ._creation_functions import zeros
-
                 coords = tuple(zeros((0,), dtype=_dt.int64, device=x.device)
                                for _ in range(k.ndim))
             else:
@@ -234,10 +265,6 @@ def _decompose(x: Array, key) -> _Decomposed:
 
 def _broadcast_indices(arrays, device):
     """The index arrays (host ints stay ints) broadcast to one shape B; returns (B, arrays)."""
-    from baracuda_dsl.ops.elementwise.elementwise import broadcast_shapes
-
-    from ._manipulation_functions import broadcast_to
-
     shapes = [a.shape for a in arrays if isinstance(a, Array)]
     try:
         b = broadcast_shapes(*shapes) if shapes else ()
@@ -250,8 +277,6 @@ def _flat_target(dec: _Decomposed, writable: builtins.bool):
     """The view as (M, *rest) with the indexed dims (in key order) collapsed into axis 0, and the
     linear index (1-D int64 device array of length prod(B)) into it, plus B.  When the indexed
     dims do not collapse, reads use a dense copy; writes raise UnsupportedError."""
-    from ._manipulation_functions import ascontiguousarray, permute_dims
-
     v = dec.view
     rest = [d for d in range(v.ndim) if d not in dec.dims]
     pv = permute_dims(v, tuple(dec.dims) + tuple(rest))
@@ -276,13 +301,6 @@ def _flat_target(dec: _Decomposed, writable: builtins.bool):
 def _linear_index(arrays, ext, b, device) -> Array:
     """Σ_j wrap(i_j)·Π_{l>j} ext_l as int64 (shape prod(B)); an index outside [-n_j, n_j) makes
     the whole linear index M (= prod(ext), out of range) so the kernels flag it."""
-    from ._creation_functions import full
-    from ._data_type_functions import astype
-    from ._elementwise_functions import (add, greater_equal, less, logical_or, multiply,
-                                         remainder)
-    from ._manipulation_functions import ascontiguousarray, reshape
-    from ._searching_functions import where
-
     m = prod(ext)
     mult = [prod(ext[j + 1:]) for j in range(len(ext))]
     lin = None
@@ -307,15 +325,13 @@ def _linear_index(arrays, ext, b, device) -> Array:
 
 def advanced_getitem(x: Array, key) -> Array:
     """``x[key]`` for keys with integer arrays / boolean masks (see the module doc)."""
-    from ._manipulation_functions import moveaxis, reshape
-
     dec = _decompose(x, key)
     v = dec.view
     if len(dec.dims) == 1 and isinstance(dec.arrays[0], Array) and dec.arrays[0].ndim == 1:
-        out = _index_select(v, dec.arrays[0], dec.dims[0], "__getitem__")
+        out = select_along_axis(v, dec.arrays[0], dec.dims[0], "__getitem__")
         return out  # B is 1-D and replaces the indexed dim in place
     flat, lin, b = _flat_target(dec, False)
-    out = _index_select(flat, lin, 0, "__getitem__")
+    out = select_along_axis(flat, lin, 0, "__getitem__")
     out = reshape(out, tuple(b) + flat.shape[1:])
     if dec.place and len(b):
         src = tuple(range(len(b)))
@@ -331,8 +347,6 @@ def _is_scalar(v) -> builtins.bool:
 def advanced_setitem(x: Array, key, value) -> None:
     """``x[key] = value`` for keys with integer arrays / boolean masks; ``value`` broadcasts to
     ``x[key]``'s shape and is converted to x's dtype (same rules as basic ``__setitem__``)."""
-    from ._manipulation_functions import ascontiguousarray, moveaxis, reshape
-
     items = key if isinstance(key, tuple) else (key,)
     if len(items) == 1 and (isinstance(items[0], (builtins.bool, np.bool_)) or (
             isinstance(items[0], Array) and items[0].dtype == _dt.bool and items[0].ndim == 0)):
@@ -370,13 +384,6 @@ def _assign_value(x: Array, value):
     scalar whose kind fits x's dtype, converted (TypeError otherwise), or an Array on x's device
     of x's dtype (promotable dtypes are converted; TypeError otherwise); other objects are
     converted on the host with ``asarray``."""
-    from baracuda_dsl.errors import DeviceMismatchError
-
-    from . import _promotion
-    from ._creation_functions import asarray
-    from ._data_type_functions import astype
-    from ._elementwise_functions import convert_scalar
-
     if isinstance(value, np.generic) and value.ndim == 0:
         value = value.item()
     if isinstance(value, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
@@ -397,9 +404,6 @@ def _assign_value(x: Array, value):
 
 def _coerce_value(x: Array, value, shape) -> Array:
     """``value`` (see ``_assign_value``) as an Array of x's dtype broadcast to ``shape``."""
-    from ._creation_functions import full
-    from ._manipulation_functions import broadcast_to
-
     value = _assign_value(x, value)
     if not isinstance(value, Array):
         return full(shape, value, dtype=x.dtype, device=x.device)
@@ -409,8 +413,6 @@ def _coerce_value(x: Array, value, shape) -> Array:
 def _masked_assign(x: Array, mask: Array, value) -> None:
     """``x[mask] = scalar`` as one in-place ``where(mask, value, x)`` (mask over x's leading
     dims, broadcast over the rest)."""
-    from . import _dispatch
-
     _check_mask_shape(mask.shape, x.shape)
     value = _assign_value(x, value)
     if x.size == 0 or mask.size == 0:

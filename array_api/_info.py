@@ -13,7 +13,7 @@ from ._device import Device, as_device
 
 #: the standard's 13 dtypes (float16 / bfloat16 are extensions usable everywhere, but the
 #: inspection API lists only what the standard defines)
-_DTYPES = tuple(d for d in _dt._boolean_dtypes + _dt._numeric_dtypes
+_DTYPES = tuple(d for d in _dt.BOOLEAN_DTYPES + _dt.NUMERIC_DTYPES
                 if d not in (_dt.float16, _dt.bfloat16))
 
 

@@ -1,10 +1,9 @@
 """Linear algebra functions of the standard (2024.12) — ``matmul`` (and the ``@`` operator),
-``tensordot``, ``vecdot``, ``matrix_transpose`` — plus ``outer`` (linalg extension) and the ML
-extension ``linear`` (torch.nn.functional.linear with a fused activation).
+``tensordot``, ``vecdot``, ``matrix_transpose`` — plus ``outer`` (linalg extension).
 
-GEMMs run on :class:`~baracuda_dsl.ops.gemm.gemm.GemmPlan` / :class:`~baracuda_dsl.plans.
-gemm_batched.BatchedGemmPlan` (plans selected once per descriptor through ``_plans.select``),
-on the legacy default stream, into new dense outputs:
+GEMMs run on :class:`~baracuda_dsl.ops.gemm.gemm.GemmPlan` / :class:`~baracuda_dsl.ops.gemm.
+gemm_batched.BatchedGemmPlan` through the driver in ``_gemm``, on the legacy default stream, into
+new dense outputs:
 
 * **dtypes** (result dtype = the standard's promotion of the inputs; operands of another dtype
   are converted first): float16 / bfloat16 on tensor cores with float32 accumulate (result
@@ -44,155 +43,48 @@ Shape errors (a contracted-dimension mismatch, unbroadcastable batch dims, 0-D o
 from __future__ import annotations
 
 import builtins
-import itertools
 import operator
 
 from baracuda_dsl import dtypes as _d
-from baracuda_dsl.errors import DeviceMismatchError, UnsupportedError
-from baracuda_dsl.plan import collapse_dims, prod
+from baracuda_dsl.errors import UnsupportedError
 from baracuda_dsl.ops.elementwise.elementwise import broadcast_shapes
-from baracuda_dsl.tensor import TensorView
+from baracuda_dsl.plan import prod
+from baracuda_dsl.tensor import contiguous_strides
 
-from . import _plans
+from . import _elementwise_functions as _ef
+from . import _statistical_functions as _sf
 from ._array_object import Array
-from ._manipulation_functions import (ascontiguousarray, broadcast_to, matrix_transpose,
-                                      moveaxis, permute_dims)
+from ._dtypes import INTEGER_DTYPES
+from ._gemm import (COMPLEX_PART, GEMM_FLOAT_DTYPES, HALF_DTYPES, as_matrix, check_arrays,
+                    convert, gemm, numeric_dtype, tensor_core_ready)
+from ._manipulation_functions import broadcast_to, moveaxis
 
-__all__ = ["matmul", "tensordot", "vecdot", "matrix_transpose", "outer", "linear"]
+__all__ = ["matmul", "tensordot", "vecdot", "matrix_transpose", "outer"]
 
-_HALF = (_d.float16, _d.bfloat16)
-_GEMM_FLOAT = (_d.float16, _d.bfloat16, _d.float32, _d.float64)
-_INT = (_d.int8, _d.int16, _d.int32, _d.int64, _d.uint8, _d.uint16, _d.uint32, _d.uint64)
-_COMPLEX_PART = {_d.complex64: _d.float32, _d.complex128: _d.float64}
-_FP8 = (_d.float8_e4m3, _d.float8_e5m2)
 _EXACT = 2 ** 53
 #: integer matmuls beyond the float64-exact bound with batch·M·K·N up to this many products
 #: take the exact elementwise path (multiply into a temporary + integer sum)
 INT_ELEMENTWISE_MAX = 2 ** 24
-#: ``linear`` activations → GemmPlan bias epilogues
-ACTIVATIONS = {None: "bias", "relu": "bias_relu", "gelu": "bias_gelu", "silu": "bias_silu"}
 
 
-# ------------------------------------------------------------------------------ validation
-def _check_arrays(name: str, *xs) -> None:
-    for i, x in enumerate(xs):
-        if not isinstance(x, Array):
-            raise TypeError(f"{name}: x{i + 1} must be an array_api Array, got "
-                            f"{type(x).__name__}")
-    for x in xs[1:]:
-        if x.device != xs[0].device:
-            raise DeviceMismatchError(f"{name}: arrays on {xs[0].device} and {x.device}")
-
-
-def _numeric_dtype(name: str, *xs):
-    """The promoted dtype of ``xs`` (TypeError where the standard defines none, or for bool);
-    UnsupportedError for fp8 (storage-only)."""
-    from ._promotion import result_type
-
-    for x in xs:
-        if x.dtype in _FP8:
-            raise UnsupportedError(f"{name}: {x.dtype.name} arrays are storage-only in this "
-                                   f"namespace (astype them to float16/bfloat16/float32 first)")
-    dt = result_type(*xs)
-    if dt == _d.bool_:
-        raise TypeError(f"{name}: only numeric dtypes are allowed, got bool")
-    return dt
-
-
-def _astype(x: Array, dt) -> Array:
-    if x.dtype == dt:
-        return x
-    from ._dispatch import cast
-
-    return cast(x, dt)
-
-
-# ---------------------------------------------------------------------------- GEMM driver
-def _group_stride(shape, strides):
-    """The single stride of ``shape`` dims merged (row-major) into one, or None when they do
-    not merge (extent-1 dims are ignored; 0 when every extent is 1)."""
-    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
-    if not dims:
-        return 0
-    if any(n == 0 for n, _ in dims):
-        return dims[-1][1]
-    for (_, s0), (n1, s1) in zip(dims, dims[1:]):
-        if s0 != s1 * n1:
-            return None
-    return dims[-1][1]
-
-
-def _tv(x: Array, offset: int, shape, strides) -> TensorView:
-    return TensorView._trusted(x._ptr + offset * x.dtype.itemsize, tuple(shape), tuple(strides),
-                               x.dtype, x.device.ordinal, x)
-
-
-def _gemm(a: Array, b: Array, c: Array, *, alpha: float = 1.0, beta: float = 0.0,
-          epilogue: str = "identity", bias=None) -> None:
-    """c = act(alpha · a @ b + beta · c + bias) for a (B..., M, K), b (B..., K, N), c (B..., M, N)
-    views of one batch shape (stride 0 = broadcast; c not broadcast); a and b one GEMM dtype,
-    c its output dtype."""
-    from baracuda_dsl.ops.gemm.gemm import GemmArgs, GemmDescriptor, GemmPlan
-    from baracuda_dsl.ops.gemm.gemm_batched import (BatchedGemmArgs, BatchedGemmDescriptor,
-                                                    BatchedGemmPlan)
-
-    if c.size == 0:
-        return
-    batch = tuple(c.shape[:-2])
-    M, N = c.shape[-2:]
-    K = a.shape[-1]
-    dt, od = a.dtype, c.dtype
-    nb = prod(batch)
-    bv = None if bias is None else bias.__baracuda_view__()
-    shared_b = all(n == 1 or s == 0 for n, s in zip(batch, b.strides[:-2]))
-    if shared_b:
-        ra = _group_stride(a.shape[:-1], a.strides[:-1])
-        rc = _group_stride(c.shape[:-1], c.strides[:-1])
-        if ra is not None and rc is not None:
-            plan = _plans.select(GemmPlan, GemmDescriptor(nb * M, N, K, dt, od, alpha, beta,
-                                                          epilogue))
-            _plans.run(plan, GemmArgs(_tv(a, 0, (nb * M, K), (ra, a.strides[-1])),
-                                      _tv(b, 0, (K, N), b.strides[-2:]),
-                                      _tv(c, 0, (nb * M, N), (rc, c.strides[-1])), bv), c)
-            return
-    shape, sa, sb, sc = collapse_dims(batch, a.strides[:-2], b.strides[:-2], c.strides[:-2])
-    inner = shape[-1]
-    plan = _plans.select(BatchedGemmPlan, BatchedGemmDescriptor(inner, M, N, K, dt, od, alpha,
-                                                                beta, epilogue))
-    for idx in itertools.product(*(range(n) for n in shape[:-1])):
-        oa = builtins.sum(i * s for i, s in zip(idx, sa))
-        ob = builtins.sum(i * s for i, s in zip(idx, sb))
-        oc = builtins.sum(i * s for i, s in zip(idx, sc))
-        _plans.run(plan, BatchedGemmArgs(
-            _tv(a, oa, (inner, M, K), (sa[-1],) + a.strides[-2:]),
-            _tv(b, ob, (inner, K, N), (sb[-1],) + b.strides[-2:]),
-            _tv(c, oc, (inner, M, N), (sc[-1],) + c.strides[-2:]), bv), c)
-
-
-def _tensor_core_ready(x: Array) -> Array:
-    """Half-type operands without a unit stride in their matrix dims: a dense copy."""
-    if x.dtype in _HALF and x.size and 1 not in x.strides[-2:]:
-        return ascontiguousarray(x)
-    return x
-
-
+# ---------------------------------------------------------------------------- GEMM dtypes
 def _matmul_float(a: Array, b: Array, dt, batch) -> Array:
     """a (.., M, K) @ b (.., K, N) in GEMM dtype ``dt`` (inputs converted), broadcast to
     ``batch``: a new dense array."""
-    a = _tensor_core_ready(_astype(a, dt))
-    b = _tensor_core_ready(_astype(b, dt))
+    a = tensor_core_ready(convert(a, dt))
+    b = tensor_core_ready(convert(b, dt))
     M, K = a.shape[-2:]
     N = b.shape[-1]
     out = Array._empty(tuple(batch) + (M, N), dt, a.device)
     if out.size:
-        _gemm(broadcast_to(a, tuple(batch) + (M, K)), broadcast_to(b, tuple(batch) + (K, N)),
+        gemm(broadcast_to(a, tuple(batch) + (M, K)), broadcast_to(b, tuple(batch) + (K, N)),
               out)
     return out
 
 
 def _parts(x: Array):
     """(real, imag) strided real views of a complex array."""
-    rt = _COMPLEX_PART[x.dtype]
+    rt = COMPLEX_PART[x.dtype]
     st = tuple(2 * s for s in x.strides)
     re = Array._new(x._ptr, x.shape, st, rt, x.device, x._owner)
     im = Array._new(x._ptr + rt.itemsize, x.shape, st, rt, x.device, x._owner)
@@ -201,7 +93,7 @@ def _parts(x: Array):
 
 def _matmul_complex(a: Array, b: Array, dt, batch) -> Array:
     """Complex a @ b as four real GEMMs into the interleaved output."""
-    a, b = _astype(a, dt), _astype(b, dt)
+    a, b = convert(a, dt), convert(b, dt)
     M, K = a.shape[-2:]
     N = b.shape[-1]
     out = Array._empty(tuple(batch) + (M, N), dt, a.device)
@@ -211,10 +103,10 @@ def _matmul_complex(a: Array, b: Array, dt, batch) -> Array:
     ash, bsh = tuple(batch) + (M, K), tuple(batch) + (K, N)
     ar, ai = broadcast_to(ar, ash), broadcast_to(ai, ash)
     br, bi = broadcast_to(br, bsh), broadcast_to(bi, bsh)
-    _gemm(ar, br, cr)
-    _gemm(ai, bi, cr, alpha=-1.0, beta=1.0)
-    _gemm(ar, bi, ci)
-    _gemm(ai, br, ci, alpha=1.0, beta=1.0)
+    gemm(ar, br, cr)
+    gemm(ai, bi, cr, alpha=-1.0, beta=1.0)
+    gemm(ar, bi, ci)
+    gemm(ai, br, ci, alpha=1.0, beta=1.0)
     return out
 
 
@@ -225,11 +117,9 @@ def _max_abs_dtype(dt) -> int:
 
 def _max_abs_values(x: Array) -> int:
     """max |x| of an integer array (device max / min, one host read each)."""
-    from ._statistical_functions import max as amax, min as amin
-
     if x.size == 0:
         return 0
-    return builtins.max(abs(int(amax(x))), abs(int(amin(x))))
+    return builtins.max(abs(int(_sf.max(x))), abs(int(_sf.min(x))))
 
 
 def int_exact_bound_ok(k: int, m1: int, m2: int) -> bool:
@@ -241,13 +131,10 @@ def _matmul_int_elementwise(a: Array, b: Array, dt) -> Array:
     """Σ_k a[.., m, k] · b[.., k, n] as one broadcast multiply in ``dt`` (wrapping) into a
     (.., M, K, N) temporary and one integer ``sum`` over K: exact modulo 2**bits for any
     values."""
-    from . import _elementwise_functions as _ef
-    from ._statistical_functions import sum as _sum
-
-    a, b = _astype(a, dt), _astype(b, dt)
+    a, b = convert(a, dt), convert(b, dt)
     a4 = a._view(0, a.shape + (1,), a.strides + (0,))
     b4 = b._view(0, b.shape[:-2] + (1,) + b.shape[-2:], b.strides[:-2] + (0,) + b.strides[-2:])
-    return _sum(_ef.multiply(a4, b4), axis=-2, dtype=dt)
+    return _sf.sum(_ef.multiply(a4, b4), axis=-2, dtype=dt)
 
 
 def _matmul_int(a: Array, b: Array, dt, batch) -> Array:
@@ -267,19 +154,19 @@ def _matmul_int(a: Array, b: Array, dt, batch) -> Array:
                 f"float64 / complex)")
     r = _matmul_float(a, b, _d.float64, batch)
     wide = _d.uint64 if dt.kind == "u" else _d.int64
-    return _astype(_astype(r, wide), dt)
+    return convert(convert(r, wide), dt)
 
 
 def _matmul_dt(a: Array, b: Array, dt, batch) -> Array:
     """a (.., M, K) @ b (.., K, N) broadcast to ``batch`` with result dtype ``dt``."""
     shape = tuple(batch) + (a.shape[-2], b.shape[-1])
-    if prod(shape) == 0 and dt in _INT + _GEMM_FLOAT + tuple(_COMPLEX_PART):
+    if prod(shape) == 0 and dt in INTEGER_DTYPES + GEMM_FLOAT_DTYPES + tuple(COMPLEX_PART):
         return Array._empty(shape, dt, a.device)
-    if dt in _GEMM_FLOAT:
+    if dt in GEMM_FLOAT_DTYPES:
         return _matmul_float(a, b, dt, batch)
-    if dt in _COMPLEX_PART:
+    if dt in COMPLEX_PART:
         return _matmul_complex(a, b, dt, batch)
-    if dt in _INT:
+    if dt in INTEGER_DTYPES:
         return _matmul_int(a, b, dt, batch)
     raise UnsupportedError(f"matmul: dtype {dt.name} is not wired; wired: int8-64, uint8-64, "
                            f"float16, bfloat16, float32, float64, complex64, complex128")
@@ -307,19 +194,13 @@ def matmul(x1, x2, /) -> Array:
     """Matrix product of the standard: x1 (..., M, K) @ x2 (..., K, N) → (..., M, N) with
     broadcast batch dims; a 1-D x1 is a row (its dim removed from the result), a 1-D x2 a column.
     Result dtype by promotion; see the module docstring for the dtypes / precision / kernels."""
-    _check_arrays("matmul", x1, x2)
-    dt = _numeric_dtype("matmul", x1, x2)
+    check_arrays("matmul", x1, x2)
+    dt = numeric_dtype("matmul", x1, x2)
     batch, M, K, N, res = matmul_shapes(x1.shape, x2.shape)
     a = x1 if x1.ndim >= 2 else x1._view(0, (1,) + x1.shape, (0,) + x1.strides)
     b = x2 if x2.ndim >= 2 else x2._view(0, x2.shape + (1,), x2.strides + (0,))
     out = _matmul_dt(a, b, dt, batch)
-    return out._view(0, res, _dense(res)) if out.shape != res else out
-
-
-def _dense(shape):
-    from baracuda_dsl.tensor import contiguous_strides
-
-    return contiguous_strides(shape)
+    return out._view(0, res, contiguous_strides(res)) if out.shape != res else out
 
 
 def imatmul(x1: Array, x2, /) -> Array:
@@ -337,19 +218,6 @@ def imatmul(x1: Array, x2, /) -> Array:
 
 
 # ---------------------------------------------------------------------------- tensordot
-def _as_matrix(x: Array, row_axes, col_axes) -> Array:
-    """x as a 2-D (prod rows, prod cols) array: a strided view when each axis group merges into
-    one stride, else a dense copy of the permuted array."""
-    rows = prod(x.shape[d] for d in row_axes)
-    cols = prod(x.shape[d] for d in col_axes)
-    rs = _group_stride([x.shape[d] for d in row_axes], [x.strides[d] for d in row_axes])
-    cs = _group_stride([x.shape[d] for d in col_axes], [x.strides[d] for d in col_axes])
-    if rs is not None and cs is not None:
-        return x._view(0, (rows, cols), (rs, cs))
-    y = ascontiguousarray(permute_dims(x, tuple(row_axes) + tuple(col_axes)))
-    return y._view(0, (rows, cols), (cols, 1))
-
-
 def _norm_axes(axes, ndim: int, name: str):
     try:
         out = [operator.index(a) for a in axes]
@@ -400,16 +268,16 @@ def tensordot(x1, x2, /, *, axes=2) -> Array:
     """Tensor contraction of the standard: ``axes`` an int N (the last N axes of x1 with the
     first N of x2) or a pair of axis sequences; result shape = x1's free axes + x2's free axes;
     dtype by promotion.  One 2-D GEMM (views where the axes group, else permuted dense copies)."""
-    _check_arrays("tensordot", x1, x2)
-    dt = _numeric_dtype("tensordot", x1, x2)
+    check_arrays("tensordot", x1, x2)
+    dt = numeric_dtype("tensordot", x1, x2)
     ax1, ax2 = tensordot_axes(x1.shape, x2.shape, axes)
     free1 = [d for d in range(x1.ndim) if d not in ax1]
     free2 = [d for d in range(x2.ndim) if d not in ax2]
-    A = _as_matrix(x1, free1, ax1)
-    B = _as_matrix(x2, ax2, free2)
+    A = as_matrix(x1, free1, ax1)
+    B = as_matrix(x2, ax2, free2)
     r = _matmul_dt(A, B, dt, ())
     shape = tuple(x1.shape[d] for d in free1) + tuple(x2.shape[d] for d in free2)
-    return r._view(0, shape, _dense(shape))
+    return r._view(0, shape, contiguous_strides(shape))
 
 
 # ------------------------------------------------------------------------------- vecdot
@@ -437,79 +305,32 @@ def vecdot(x1, x2, /, *, axis: int = -1) -> Array:
     """Σ conj(x1) · x2 along ``axis`` (the standard's vecdot; the axis is not broadcast);
     dtype by promotion.  Elementwise multiply + ``sum`` (half types in float32, one rounding;
     complex conjugates x1)."""
-    from . import _elementwise_functions as _ef
-    from ._statistical_functions import sum as _sum
-
-    _check_arrays("vecdot", x1, x2)
-    dt = _numeric_dtype("vecdot", x1, x2)
+    check_arrays("vecdot", x1, x2)
+    dt = numeric_dtype("vecdot", x1, x2)
     ax, _ = vecdot_axis(x1.shape, x2.shape, axis)
     a, b = moveaxis(x1, ax, -1), moveaxis(x2, ax, -1)
-    cdt = _d.float32 if dt in _HALF else dt
-    a, b = _astype(a, cdt), _astype(b, cdt)
-    if cdt in _COMPLEX_PART:
+    cdt = _d.float32 if dt in HALF_DTYPES else dt
+    a, b = convert(a, cdt), convert(b, cdt)
+    if cdt in COMPLEX_PART:
         a = _ef.conj(a)
     p = _ef.multiply(a, b)
-    s = _sum(p, axis=-1, dtype=cdt if cdt.kind in "iu" else None)
-    return _astype(s, dt)
+    s = _sf.sum(p, axis=-1, dtype=cdt if cdt.kind in "iu" else None)
+    return convert(s, dt)
+
+
+# ------------------------------------------------------------------------ matrix_transpose
+def matrix_transpose(x: Array, /) -> Array:
+    """The last two axes of ``x`` swapped (``x.mT``: a view; ValueError below 2-D)."""
+    return x.mT
 
 
 # -------------------------------------------------------------------------------- outer
 def outer(x1, x2, /) -> Array:
     """Outer product of two 1-D arrays (linalg extension): (N,) × (M,) → (N, M), dtype by
     promotion; one broadcast elementwise multiply (exact products)."""
-    from ._elementwise_functions import multiply
-
-    _check_arrays("outer", x1, x2)
-    _numeric_dtype("outer", x1, x2)
+    check_arrays("outer", x1, x2)
+    numeric_dtype("outer", x1, x2)
     if x1.ndim != 1 or x2.ndim != 1:
         raise ValueError(f"outer: operands must be 1-D, got shapes {x1.shape} and {x2.shape}")
-    return multiply(x1._view(0, (x1.shape[0], 1), (x1.strides[0], 0)),
-                    x2._view(0, (1, x2.shape[0]), (0, x2.strides[0])))
-
-
-# ------------------------------------------------------------------------------- linear
-def linear(x, w, bias=None, activation=None) -> Array:
-    """``act(x @ wᵀ + bias)`` (torch.nn.functional.linear + a fused activation; extension):
-    x (..., in), w (out, in), bias (out,) or None; ``activation`` None, "relu", "gelu" (erf
-    form) or "silu", applied in the GEMM epilogue (one launch).  Real floating dtypes
-    (float16 / bfloat16 on tensor cores with f32 accumulate, f32, f64); result dtype by
-    promotion of x, w (and bias).  x's leading dims are folded into M (a view when they merge,
-    else a dense copy)."""
-    if activation not in ACTIVATIONS:
-        raise UnsupportedError(f"linear: activation {activation!r} is not wired; wired: None, "
-                               f"'relu', 'gelu', 'silu'")
-    arrays = (x, w) if bias is None else (x, w, bias)
-    _check_arrays("linear", *arrays)
-    dt = _numeric_dtype("linear", *arrays)
-    if dt in _COMPLEX_PART:
-        raise UnsupportedError("linear: complex dtypes are not wired; wired: float16, bfloat16, "
-                               "float32, float64 (use matmul for complex)")
-    if dt not in _GEMM_FLOAT:
-        raise TypeError(f"linear: only real floating-point dtypes are allowed, got {dt.name}")
-    if w.ndim != 2:
-        raise ValueError(f"linear: w must be 2-D (out, in), got shape {w.shape}")
-    if x.ndim == 0:
-        raise ValueError("linear: x must have at least one dimension")
-    n_out, n_in = w.shape
-    if x.shape[-1] != n_in:
-        raise ValueError(f"linear: x's last dim {x.shape[-1]} != w's in-features {n_in}")
-    if bias is not None and tuple(bias.shape) != (n_out,):
-        raise ValueError(f"linear: bias must have shape ({n_out},), got {bias.shape}")
-    lead = tuple(x.shape[:-1])
-    out = Array._empty(lead + (n_out,), dt, x.device)
-    if out.size == 0:
-        return out
-    a = _tensor_core_ready(_astype(_as_matrix(x, list(range(x.ndim - 1)), [x.ndim - 1]), dt))
-    b = _tensor_core_ready(_astype(matrix_transpose(w), dt))
-    epi = ACTIVATIONS[activation]
-    if bias is None and activation is None:
-        epi, bv = "identity", None
-    elif bias is None:
-        from ._creation_functions import zeros
-
-        bv = zeros((n_out,), dtype=dt, device=x.device)
-    else:
-        bv = _astype(bias, dt)
-    c = out._view(0, (prod(lead), n_out), (n_out, 1))
-    _gemm(a, b, c, epilogue=epi, bias=bv)
-    return out
+    return _ef.multiply(x1._view(0, (x1.shape[0], 1), (x1.strides[0], 0)),
+                        x2._view(0, (1, x2.shape[0]), (0, x2.strides[0])))

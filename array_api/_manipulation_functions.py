@@ -1,9 +1,10 @@
-"""Manipulation functions.  Views where possible (``permute_dims``, ``matrix_transpose``,
-``expand_dims``, ``squeeze``, ``broadcast_to``, ``flip``, ``moveaxis``, ``unstack``, ``reshape`` of
-dense arrays); copies go through the layout plans: dense copies of any view through
-``contiguize`` (tiled transpose kernel for permuted layouts, strided gather otherwise), ``tile``
-(numpy.tile) and ``repeat`` (numpy.repeat semantics) through ``RepeatPlan`` / the strided copy,
-``concat`` / ``stack`` through ``ConcatPlan``, ``roll`` through ``RollPlan``."""
+"""Manipulation functions of the standard (2024.12) and ``ascontiguousarray`` (numpy, extension).
+Views where possible (``permute_dims``, ``expand_dims``, ``squeeze``, ``broadcast_to``, ``flip``,
+``moveaxis``, ``unstack``, ``reshape`` of dense arrays); copies go through the layout plans: dense
+copies of any view through ``_copy`` (tiled transpose kernel for permuted layouts, strided gather
+otherwise), ``tile`` (numpy.tile) and ``repeat`` (numpy.repeat semantics) through ``RepeatPlan`` /
+the strided copy, ``concat`` / ``stack`` through ``ConcatPlan``, ``roll`` through ``RollPlan``.
+Also the axis / flattening / diagonal-view helpers the other function modules share."""
 
 from __future__ import annotations
 
@@ -12,91 +13,70 @@ import operator
 
 import numpy as np
 
-from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
-from baracuda_dsl.plan import collapse_dims, prod
-from baracuda_dsl.tensor import MAX_RANK, TensorView, contiguous_strides
+from baracuda_dsl.errors import DeviceMismatchError
+from baracuda_dsl.ops.elementwise.elementwise import broadcast_shapes
+from baracuda_dsl.plan import prod
+from baracuda_dsl.tensor import contiguous_strides
 
+from . import _copy
 from . import _dtypes as _dt
+from . import _plans
 from ._array_object import Array
+from ._data_type_functions import astype, result_type
 
 
-def _axis(axis: int, ndim: int) -> int:
+# ------------------------------------------------------------------------ helpers
+def normalize_axis(axis: int, ndim: int) -> int:
+    """``axis`` as an index in [0, ndim) (negative counts from the end); IndexError when out of
+    range, TypeError when not an integer."""
     a = operator.index(axis)
     if not -ndim <= a < ndim:
         raise IndexError(f"axis {axis} is out of bounds for a {ndim}-D array")
     return a % ndim
 
 
-# ------------------------------------------------------------------------ copy primitives
-def _copy_strided(ptr: int, shape, strides, dtype, ordinal: int, owner, dst_ptr: int) -> None:
-    """Copy the strided source (any rank, collapsible to ≤ 8 dims) into dense memory at dst."""
-    if prod(shape) == 0:
-        return
-    cshape, cstr = collapse_dims(shape, strides)
-    if len(cshape) > MAX_RANK:
-        raise UnsupportedError(f"copy of a view that collapses to {len(cshape)} dims (> 8)")
-    from baracuda_dsl.ops.shape.layout import contiguize
-
-    src = TensorView(ptr, cshape, cstr, dtype, ordinal, None, owner)
-    dst = TensorView(dst_ptr, cshape, contiguous_strides(cshape), dtype, ordinal, None, None)
-    contiguize(src, dst)  # tiled transpose for permuted layouts, strided gather otherwise
+def flatten(x, name: str = "x") -> Array:
+    """``x`` as a 1-D array: itself when 1-D (any stride), else ``reshape(x, (-1,))``;
+    TypeError when ``x`` is no Array."""
+    if not isinstance(x, Array):
+        raise TypeError(f"{name} must be an array_api Array, got {type(x).__name__}")
+    if x.ndim == 1:
+        return x
+    return reshape(x, (-1,))
 
 
-def _overlaps(a: Array, b: Array) -> bool:
-    if a.size == 0 or b.size == 0:
-        return False
-    va, vb = a.__baracuda_view__(), b.__baracuda_view__()
-    (alo, ahi), (blo, bhi) = va.span_elements(), vb.span_elements()
-    isz = a.dtype.itemsize
-    a0, a1 = a._ptr + alo * isz, a._ptr + (ahi + 1) * isz
-    b0, b1 = b._ptr + blo * isz, b._ptr + (bhi + 1) * b.dtype.itemsize
-    return a0 < b1 and b0 < a1
-
-
-def _copy_into(src: Array, dst: Array) -> None:
-    """dst[...] = src (same shape and dtype; dst dense; overlapping sources are staged)."""
-    if tuple(src.shape) != tuple(dst.shape) or src.dtype != dst.dtype:
-        raise InvalidProblemError(f"copy: {src.shape}/{src.dtype} into {dst.shape}/{dst.dtype}")
-    if not dst.is_contiguous():
-        raise UnsupportedError("writing into a non-contiguous view is not wired")
-    if _overlaps(src, dst):
-        src = _contiguous_copy(src)
-    _copy_strided(src._ptr, src.shape, src.strides, src.dtype, src.device.ordinal, src,
-                  dst._ptr)
-
-
-def _contiguous_copy(x: Array) -> Array:
-    """A new dense copy of ``x`` (every dtype, bit-exact)."""
-    out = Array._empty(x.shape, x.dtype, x.device)
-    _copy_strided(x._ptr, x.shape, x.strides, x.dtype, x.device.ordinal, x, out._ptr)
-    return out
+def diagonal_view(x: Array, offset: int) -> Array:
+    """The ``offset`` diagonal of the last two axes of ``x`` (offset > 0 above the main one,
+    < 0 below; batched) as a strided view of shape (..., k)."""
+    r, c = x.shape[-2:]
+    sr, sc = x.strides[-2:]
+    i0, j0 = (0, offset) if offset >= 0 else (-offset, 0)
+    k = max(0, min(r - i0, c - j0))
+    start = (i0 * sr + j0 * sc) if k else 0
+    return x._view(start, x.shape[:-2] + (k,), x.strides[:-2] + (sr + sc,))
 
 
 def ascontiguousarray(x: Array, /) -> Array:
     """``x`` itself when dense row-major, else a dense copy (extension)."""
-    return x if x.is_contiguous() else _contiguous_copy(x)
+    return x if x.is_contiguous() else _copy.contiguous_copy(x)
 
 
 # ---------------------------------------------------------------------------------- views
 def permute_dims(x: Array, /, axes) -> Array:
-    axes = tuple(_axis(a, x.ndim) for a in axes)
+    axes = tuple(normalize_axis(a, x.ndim) for a in axes)
     if sorted(axes) != list(range(x.ndim)):
         raise ValueError(f"permute_dims: {axes} is not a permutation of {x.ndim} axes")
     return x._view(0, tuple(x.shape[a] for a in axes), tuple(x.strides[a] for a in axes))
 
 
-def matrix_transpose(x: Array, /) -> Array:
-    return x.mT
-
-
 def expand_dims(x: Array, /, axis: int = 0) -> Array:
-    a = _axis(axis, x.ndim + 1)
+    a = normalize_axis(axis, x.ndim + 1)
     return x._view(0, x.shape[:a] + (1,) + x.shape[a:], x.strides[:a] + (0,) + x.strides[a:])
 
 
 def squeeze(x: Array, /, axis) -> Array:
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    axes = {_axis(a, x.ndim) for a in axes}
+    axes = {normalize_axis(a, x.ndim) for a in axes}
     for a in axes:
         if x.shape[a] != 1:
             raise ValueError(f"squeeze: axis {a} has size {x.shape[a]}, not 1")
@@ -107,8 +87,6 @@ def squeeze(x: Array, /, axis) -> Array:
 def broadcast_arrays(*arrays: Array) -> list:
     """Views of ``arrays`` broadcast to their common shape (no copies; ValueError when the
     shapes do not broadcast)."""
-    from baracuda_dsl.ops.elementwise.elementwise import broadcast_shapes
-
     shape = broadcast_shapes(*(a.shape for a in arrays))
     return [broadcast_to(a, shape) for a in arrays]
 
@@ -131,7 +109,7 @@ def broadcast_to(x: Array, /, shape) -> Array:
 
 def flip(x: Array, /, *, axis=None) -> Array:
     axes = range(x.ndim) if axis is None else ((axis,) if isinstance(axis, int) else axis)
-    axes = {_axis(a, x.ndim) for a in axes}
+    axes = {normalize_axis(a, x.ndim) for a in axes}
     off = sum((x.shape[a] - 1) * x.strides[a] for a in axes if x.shape[a] > 0)
     return x._view(off, x.shape, tuple(-s if i in axes else s for i, s in enumerate(x.strides)))
 
@@ -151,7 +129,7 @@ def reshape(x: Array, /, shape, *, copy=None) -> Array:
         return x._view(0, shape, contiguous_strides(shape))
     if copy is False:
         raise ValueError("reshape: this view cannot be reshaped without a copy (copy=False)")
-    y = _contiguous_copy(x)
+    y = _copy.contiguous_copy(x)
     return y._view(0, shape, contiguous_strides(shape))
 
 
@@ -185,7 +163,7 @@ def repeat(x: Array, repeats, /, *, axis=None) -> Array:
     if axis is None:
         x = reshape(x, (-1,))
         axis = 0
-    axis = _axis(axis, x.ndim)
+    axis = normalize_axis(axis, x.ndim)
     n = x.shape[axis]
     if isinstance(repeats, Array):
         if not _dt.isdtype(repeats.dtype, "integral"):
@@ -217,7 +195,7 @@ def repeat(x: Array, repeats, /, *, axis=None) -> Array:
         out = Array._empty(out_shape, x.dtype, x.device)
         shape = x.shape[:axis + 1] + (r,) + x.shape[axis + 1:]
         strides = x.strides[:axis + 1] + (0,) + x.strides[axis + 1:]
-        _copy_strided(x._ptr, shape, strides, x.dtype, x.device.ordinal, x, out._ptr)
+        _copy.copy_strided(x._ptr, shape, strides, x.dtype, x.device.ordinal, x, out._ptr)
         return out
     total = int(counts.sum())
     rest = x.shape[:axis] + x.shape[axis + 1:]
@@ -230,19 +208,17 @@ def repeat(x: Array, repeats, /, *, axis=None) -> Array:
         c = int(counts[j])
         if c == 0:
             continue
-        _copy_strided(x._ptr + j * x.strides[axis] * isz, (c,) + rest, (0,) + rest_st, x.dtype,
-                      x.device.ordinal, x, tmp._ptr + pos * row * isz)
+        _copy.copy_strided(x._ptr + j * x.strides[axis] * isz, (c,) + rest, (0,) + rest_st,
+                           x.dtype, x.device.ordinal, x, tmp._ptr + pos * row * isz)
         pos += c
     if axis == 0:
         return tmp
     order = tuple(range(1, axis + 1)) + (0,) + tuple(range(axis + 1, x.ndim))
-    return _contiguous_copy(permute_dims(tmp, order))
+    return _copy.contiguous_copy(permute_dims(tmp, order))
 
 
 # ----------------------------------------------------------------- concat / stack / roll
 def _same_device(arrays, what: str):
-    from baracuda_dsl.errors import DeviceMismatchError
-
     dev = arrays[0].device
     for a in arrays[1:]:
         if a.device != dev:
@@ -267,9 +243,7 @@ def concat(arrays, /, *, axis=0) -> Array:
     ``result_type(*arrays)``; shapes must match except along ``axis``.  One ``ConcatPlan``
     launch per non-empty input, copying into its slice of the new dense output (every dtype,
     bit-exact)."""
-    from ._data_type_functions import astype, result_type
     from baracuda_dsl.ops.shape.layout import ConcatArgs, ConcatDescriptor, ConcatPlan
-    from . import _plans
 
     arrays = _as_array_list(arrays, "concat")
     dev = _same_device(arrays, "concat")
@@ -282,7 +256,7 @@ def concat(arrays, /, *, axis=0) -> Array:
         raise ValueError("concat: zero-dimensional arrays cannot be concatenated")
     if any(a.ndim != nd for a in arrays):
         raise ValueError(f"concat: arrays have ranks {[a.ndim for a in arrays]}")
-    axis = _axis(axis, nd)
+    axis = normalize_axis(axis, nd)
     for a in arrays[1:]:
         if any(a.shape[d] != arrays[0].shape[d] for d in range(nd) if d != axis):
             raise ValueError(f"concat: shapes {[a.shape for a in arrays]} differ off axis {axis}")
@@ -302,7 +276,7 @@ def stack(arrays, /, *, axis: int = 0) -> Array:
     shape = arrays[0].shape
     if any(a.shape != shape for a in arrays):
         raise ValueError(f"stack: shapes differ: {[a.shape for a in arrays]}")
-    a = _axis(axis, len(shape) + 1)
+    a = normalize_axis(axis, len(shape) + 1)
     return concat([expand_dims(x, axis=a) for x in arrays], axis=a)
 
 
@@ -310,7 +284,7 @@ def unstack(x: Array, /, *, axis: int = 0) -> tuple:
     """The views ``x[..., i, ...]`` along ``axis`` (no copies)."""
     if x.ndim == 0:
         raise ValueError("unstack: x must have at least one dimension")
-    a = _axis(axis, x.ndim)
+    a = normalize_axis(axis, x.ndim)
     shape = x.shape[:a] + x.shape[a + 1:]
     strides = x.strides[:a] + x.strides[a + 1:]
     return tuple(x._view(i * x.strides[a], shape, strides) for i in range(x.shape[a]))
@@ -322,8 +296,8 @@ def moveaxis(x: Array, source, destination, /) -> Array:
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
     if len(src) != len(dst):
         raise ValueError(f"moveaxis: {len(src)} source and {len(dst)} destination axes")
-    src = [_axis(a, x.ndim) for a in src]
-    dst = [_axis(a, x.ndim) for a in dst]
+    src = [normalize_axis(a, x.ndim) for a in src]
+    dst = [normalize_axis(a, x.ndim) for a in dst]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
         raise ValueError("moveaxis: repeated axes")
     order = [d for d in range(x.ndim) if d not in src]
@@ -336,7 +310,6 @@ def roll(x: Array, /, shift, *, axis=None) -> Array:
     """Elements shifted by ``shift`` along ``axis`` (wrapping around); ``axis=None`` rolls the
     flattened array.  Tuples of shifts/axes add up per axis.  One ``RollPlan`` launch."""
     from baracuda_dsl.ops.shape.pad import RollArgs, RollDescriptor, RollPlan
-    from . import _plans
 
     if axis is None:
         if not isinstance(shift, int):
@@ -354,7 +327,7 @@ def roll(x: Array, /, shift, *, axis=None) -> Array:
         raise ValueError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
     per = [0] * x.ndim
     for s, a in zip(shifts, axes):
-        per[_axis(a, x.ndim)] += operator.index(s)
+        per[normalize_axis(a, x.ndim)] += operator.index(s)
     per = tuple(p % n if n else 0 for p, n in zip(per, x.shape))
     out = Array._empty(x.shape, x.dtype, x.device)
     if x.size:

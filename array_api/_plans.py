@@ -1,5 +1,6 @@
 """How namespace functions drive the Plans: one cached ``select`` per descriptor, workspaces from
-the stream-ordered pool per call, and the out-of-range index check.
+the stream-ordered pool per call, the out-of-range index check, and the argument checks
+(``check_array``, ``check_operand``, ``check_index_array``) the function modules share.
 
 Index checking: every namespace function that takes integer indices (``take``,
 ``take_along_axis``, integer-array ``__getitem__`` / ``__setitem__``, ``gather``, ``scatter``,
@@ -19,8 +20,11 @@ import numpy as np
 
 from baracuda_dsl.vocabulary import Workspace
 
+from . import _copy
+from . import _dispatch
 from . import _dtypes as _dt
 from ._array_object import Array
+from ._device import as_device
 
 _CHECK = [True]
 
@@ -34,11 +38,19 @@ def set_index_checking(enabled: bool) -> bool:
 
 
 def check_array(x, name: str) -> None:
+    """TypeError ``'<name> must be an array_api Array'`` unless ``x`` is an Array."""
     if not isinstance(x, Array):
         raise TypeError(f"{name} must be an array_api Array, got {type(x).__name__}")
 
 
+def check_operand(x, fn: str) -> None:
+    """TypeError ``'<fn>: expected an array_api Array'`` unless ``x`` is an Array."""
+    if not isinstance(x, Array):
+        raise TypeError(f"{fn}: expected an array_api Array, got {type(x).__name__}")
+
+
 def check_index_array(idx, name: str) -> None:
+    """``check_array`` plus TypeError unless ``idx`` has an integer dtype."""
     check_array(idx, name)
     if not _dt.isdtype(idx.dtype, "integral"):
         raise TypeError(f"{name} must have an integer dtype, got {idx.dtype.name}")
@@ -48,9 +60,7 @@ def index_dtype_array(idx: Array) -> Array:
     """``idx`` as int32 / int64 (the index dtypes the kernels read); other ints are converted."""
     if idx.dtype in (_dt.int32, _dt.int64):
         return idx
-    from ._data_type_functions import astype
-
-    return astype(idx, _dt.int64)
+    return _dispatch.cast(idx, _dt.int64)
 
 
 @functools.lru_cache(maxsize=512)
@@ -82,9 +92,9 @@ def status_word(device):
     """A zeroed int32 device word for a plan's ``status`` (None when checking is off)."""
     if not _CHECK[0]:
         return None
-    from ._creation_functions import zeros
-
-    return zeros((1,), dtype=_dt.int32, device=device)
+    status = Array._empty((1,), _dt.int32, as_device(device))
+    _copy.fill(status, 0)
+    return status
 
 
 def raise_if_bad(status, what: str) -> None:

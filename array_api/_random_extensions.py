@@ -13,6 +13,7 @@ from baracuda_dsl.ops.random.random import (DropoutArgs, DropoutDescriptor, Drop
                                             GumbelSoftmaxArgs, GumbelSoftmaxDescriptor,
                                             GumbelSoftmaxPlan)
 
+from . import _copy
 from . import _plans
 from ._array_object import Array
 from .random import Generator
@@ -37,11 +38,9 @@ def _gen(generator, seed=None) -> Generator:
 
 def _dense_aligned(x: Array) -> Array:
     """x when C-contiguous and 16-byte aligned, else a dense copy (fresh pool allocation)."""
-    from ._manipulation_functions import _contiguous_copy
-
     if x.is_contiguous() and x._ptr % min(16, 4 * x.dtype.itemsize) == 0:
         return x
-    return _contiguous_copy(x)
+    return _copy.contiguous_copy(x)
 
 
 def dropout(x: Array, p: float = 0.5, training: bool = True, *, seed=None,

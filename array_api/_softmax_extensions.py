@@ -16,7 +16,7 @@ from baracuda_dsl.errors import UnsupportedError
 from . import _elementwise_functions as _ef
 from . import _plans
 from ._array_object import Array
-from ._manipulation_functions import ascontiguousarray, moveaxis
+from ._manipulation_functions import ascontiguousarray, moveaxis, reshape
 
 _CAT = "real floating-point"
 
@@ -35,8 +35,6 @@ def _rowwise(name: str, x, axis, plan_cls, desc_cls, args_cls, **desc_kw) -> Arr
     _ef.check_dtype(x.dtype, _CAT, name)
     if x.ndim == 0:
         # a single element: the axis is the element itself
-        from ._manipulation_functions import reshape
-
         return reshape(_rowwise(name, reshape(x, (1,)), 0, plan_cls, desc_cls, args_cls,
                                 **desc_kw), ())
     ax = _axis(axis, x.ndim, name)

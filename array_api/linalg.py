@@ -21,9 +21,13 @@ import operator
 
 from baracuda_dsl.errors import UnsupportedError
 
+from . import _copy
 from ._array_object import Array
+from ._creation_functions import eye
 from ._linear_algebra_functions import matmul, matrix_transpose, outer, tensordot, vecdot
-from ._statistical_functions import trace
+from ._manipulation_functions import ascontiguousarray, broadcast_to, diagonal_view
+from ._plans import check_operand
+from ._reduction_extensions import trace
 
 WIRED = ("diagonal", "matmul", "matrix_power", "matrix_transpose", "outer", "tensordot",
          "trace", "vecdot")
@@ -39,25 +43,17 @@ __all__ = ["diagonal", "matmul", "matrix_power", "matrix_transpose", "outer", "t
 def diagonal(x, /, *, offset: int = 0) -> Array:
     """The ``offset`` diagonal of the last two axes (batched): a strided view of x
     (shape (..., k)); offset > 0 above the main diagonal, < 0 below."""
-    if not isinstance(x, Array):
-        raise TypeError(f"diagonal: expected an array_api Array, got {type(x).__name__}")
+    check_operand(x, "diagonal")
     if x.ndim < 2:
         raise ValueError("diagonal: x must have at least two dimensions")
-    off = operator.index(offset)
-    r, c = x.shape[-2:]
-    sr, sc = x.strides[-2:]
-    i0, j0 = (0, off) if off >= 0 else (-off, 0)
-    k = max(0, min(r - i0, c - j0))
-    start = (i0 * sr + j0 * sc) if k else 0
-    return x._view(start, x.shape[:-2] + (k,), x.strides[:-2] + (sr + sc,))
+    return diagonal_view(x, operator.index(offset))
 
 
 def matrix_power(x, n, /) -> Array:
     """x raised to the integer power ``n`` >= 0 over the last two (square) axes, by repeated
     squaring with ``matmul`` (about 2·log2(n) GEMMs); n = 0 gives identity matrices of x's
     dtype.  n < 0 needs ``inv``: UnsupportedError."""
-    if not isinstance(x, Array):
-        raise TypeError(f"matrix_power: expected an array_api Array, got {type(x).__name__}")
+    check_operand(x, "matrix_power")
     if isinstance(n, bool):
         raise TypeError("matrix_power: n must be an int")
     n = operator.index(n)
@@ -67,9 +63,6 @@ def matrix_power(x, n, /) -> Array:
         raise UnsupportedError("matrix_power: negative powers need linalg.inv, which is not "
                                f"wired; wired linalg functions: {', '.join(WIRED)}")
     if n == 0:
-        from ._creation_functions import eye
-        from ._manipulation_functions import ascontiguousarray, broadcast_to
-
         e = eye(x.shape[-1], dtype=x.dtype, device=x.device)
         return ascontiguousarray(broadcast_to(e, x.shape))
     result = None
@@ -82,9 +75,7 @@ def matrix_power(x, n, /) -> Array:
             break
         base = matmul(base, base)
     if result is x:
-        from ._manipulation_functions import _contiguous_copy
-
-        result = _contiguous_copy(x)
+        result = _copy.contiguous_copy(x)
     return result
 
 

@@ -19,6 +19,7 @@ import builtins
 import operator
 import os
 
+from baracuda_dsl.dtypes import dtype as as_dtype
 from baracuda_dsl.errors import InvalidProblemError
 from baracuda_dsl.ops.random.random import RandomArgs, RandomDescriptor, RandomPlan
 
@@ -26,6 +27,9 @@ from . import _dtypes as _dt
 from . import _plans
 from ._array_object import Array
 from ._device import as_device
+from ._indexing_functions import take
+from ._manipulation_functions import reshape
+from ._sorting_functions import argsort
 
 __all__ = ["Generator", "default_rng"]
 
@@ -41,8 +45,6 @@ def _size(size):
 def _dtype(dtype, default):
     if dtype is None:
         return default
-    from baracuda_dsl.dtypes import dtype as as_dtype
-
     return as_dtype(dtype)
 
 
@@ -126,13 +128,9 @@ class Generator:
 
     def permutation(self, x) -> Array:
         """A random permutation of ``arange(x)`` (int64) or of ``x`` along axis 0 (a copy)."""
-        from ._sorting_functions import argsort
-
         if isinstance(x, Array):
             if x.ndim == 0:
                 raise InvalidProblemError("permutation: x must have at least one dimension")
-            from ._indexing_functions import take
-
             return take(x, self.permutation(x.shape[0]), axis=0)
         n = operator.index(x)
         if n < 0:
@@ -143,9 +141,6 @@ class Generator:
     def permuted(self, x: Array, axis=None) -> Array:
         """``x`` permuted along ``axis`` (None: the flattened array, reshaped back) — each
         slice along the axis gets the same permutation here (numpy's are independent)."""
-        from ._indexing_functions import take
-        from ._manipulation_functions import reshape
-
         if axis is None:
             flat = reshape(x, (-1,))
             return reshape(take(flat, self.permutation(flat.shape[0]), axis=0), x.shape)

@@ -12,7 +12,7 @@ import torch
 import array_api as xp
 import baracuda_dsl as bd
 from array_api import _dispatch
-from array_api._array_object import Array
+from array_api._array_object import Array, tensor_view
 from baracuda_dsl.ops.elementwise.specs.elementwise import ELEMENTWISE
 
 
@@ -36,7 +36,7 @@ def main():
     to = torch.empty_like(ta)
     plan = bd.ElementwisePlan.select(bd.ElementwiseDescriptor("add", ((16,), (16,)), "f32"))
     args = bd.ElementwiseArgs([ta, tb], [to])
-    va, vb, vo = _dispatch._view(a), _dispatch._view(b), _dispatch._view(Array._empty(
+    va, vb, vo = tensor_view(a), tensor_view(b), tensor_view(Array._empty(
         (16,), xp.float32, a.device))
     kern = plan._kernel(ELEMENTWISE, plan._knobs["flat"], 0)
     launch_args = ([vo.ptr, 0, 0, va.ptr, vb.ptr, 0, 0, 16, 0] + [0.0] * 8 + [0] * 4 +

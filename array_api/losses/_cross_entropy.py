@@ -17,6 +17,7 @@ from __future__ import annotations
 from .. import _dtypes as _dt
 from .. import _plans
 from .._array_object import Array
+from .._manipulation_functions import ascontiguousarray, permute_dims, reshape
 from ._common import legacy_reduction as _legacy
 
 __all__ = ["cross_entropy", "nll_loss", "linear_cross_entropy"]
@@ -29,8 +30,6 @@ def _check_reduction(name: str, reduction: str) -> None:
 
 def _class_last(x: Array) -> Array:
     """(N, C, d1, ...) → dense (N·d1·…, C); (N, C) → itself when the class stride is 1."""
-    from .._manipulation_functions import ascontiguousarray, permute_dims, reshape
-
     if x.ndim > 2:
         axes = (0,) + tuple(range(2, x.ndim)) + (1,)
         x = ascontiguousarray(permute_dims(x, axes))
@@ -43,13 +42,11 @@ def _class_last(x: Array) -> Array:
 def _prepare(name: str, input: Array, target: Array, weight, allow_prob: bool):
     _plans.check_array(input, "input")
     _plans.check_array(target, "target")
-    if input.dtype not in _dt._real_floating_dtypes:
+    if input.dtype not in _dt.REAL_FLOATING_DTYPES:
         raise TypeError(f"{name}: input must have a real floating dtype, got {input.dtype.name}")
     if input.ndim == 0:
         raise ValueError(f"{name}: input must have at least one dimension (classes)")
     unbatched = input.ndim == 1
-    from .._manipulation_functions import reshape
-
     x = reshape(input, (1, input.shape[0])) if unbatched else input
     c = x.shape[1]
     prob = allow_prob and _dt.isdtype(target.dtype, "real floating")
@@ -73,8 +70,6 @@ def _prepare(name: str, input: Array, target: Array, weight, allow_prob: bool):
             raise ValueError(f"{name}: target shape {tuple(target.shape)} does not match input "
                              f"shape {tuple(input.shape)} (expected {want})")
         t = reshape(_plans.index_dtype_array(target), (-1,))
-        from .._manipulation_functions import ascontiguousarray
-
         t = ascontiguousarray(t)
     if weight is not None:
         _plans.check_array(weight, "weight")
@@ -91,8 +86,6 @@ def _prepare(name: str, input: Array, target: Array, weight, allow_prob: bool):
 def _finish(loss: Array, reduction: str, out_shape) -> Array:
     if reduction != "none":
         return loss
-    from .._manipulation_functions import reshape
-
     return reshape(loss, out_shape)
 
 
@@ -157,15 +150,13 @@ def linear_cross_entropy(input: Array, weight: Array, target: Array, ignore_inde
                                                               LinearCrossEntropyDescriptor,
                                                               LinearCrossEntropyPlan)
 
-    from .._manipulation_functions import ascontiguousarray
-
     _check_reduction("linear_cross_entropy", reduction)
     for a, nm in ((input, "input"), (weight, "weight"), (target, "target")):
         _plans.check_array(a, nm)
     if input.ndim != 2 or weight.ndim != 2 or input.shape[1] != weight.shape[1]:
         raise ValueError(f"linear_cross_entropy: needs input (N, K) and weight (V, K), got "
                          f"{input.shape} and {weight.shape}")
-    if input.dtype not in _dt._real_floating_dtypes or weight.dtype != input.dtype:
+    if input.dtype not in _dt.REAL_FLOATING_DTYPES or weight.dtype != input.dtype:
         raise TypeError("linear_cross_entropy: input and weight must share a real floating dtype")
     if not _dt.isdtype(target.dtype, "integral") or tuple(target.shape) != (input.shape[0],):
         raise ValueError("linear_cross_entropy: target must be (N,) integer class indices")

@@ -20,6 +20,7 @@ from baracuda_dsl.ops.losses.loss_pointwise import (PointwiseLossArgs, Pointwise
 from .. import _dtypes as _dt
 from .. import _plans
 from .._array_object import Array
+from .._creation_functions import full as _full
 from ._common import legacy_reduction as _legacy
 
 __all__ = [
@@ -35,7 +36,7 @@ def _check(name: str, arrays, names):
     for a, nm in zip(arrays, names):
         if not isinstance(a, Array):
             raise TypeError(f"{name}: {nm} must be an array_api Array, got {type(a).__name__}")
-        if a.dtype not in _dt._real_floating_dtypes:
+        if a.dtype not in _dt.REAL_FLOATING_DTYPES:
             raise TypeError(f"{name}: {nm} must have a real floating dtype, got {a.dtype.name}")
         if dt is None:
             dt = a.dtype
@@ -133,8 +134,6 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
     the input's shape, or that shape without its last dim, or with a last dim of 1; a Python
     float var is one variance for every element.  Negative var entries are not checked."""
     if isinstance(var, (int, float)) and not isinstance(var, bool) and isinstance(input, Array):
-        from .._creation_functions import full as _full
-
         var = _full(tuple(input.shape), float(var), dtype=input.dtype, device=input.device)
     return _loss("gaussian_nll_loss", (input, target, var), ("input", "target", "var"),
                  reduction, full=full, eps=eps)

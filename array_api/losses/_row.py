@@ -17,6 +17,9 @@ from baracuda_dsl.ops.losses import loss_row as _lr
 from .. import _dtypes as _dt
 from .. import _plans
 from .._array_object import Array
+from .._creation_functions import asarray
+from .._data_type_functions import astype
+from .._manipulation_functions import reshape
 
 __all__ = ["cosine_embedding_loss", "multi_margin_loss", "multilabel_margin_loss",
            "triplet_margin_loss", "ctc_loss"]
@@ -24,17 +27,9 @@ __all__ = ["cosine_embedding_loss", "multi_margin_loss", "multilabel_margin_loss
 _FLOATS = (_dt.float32, _dt.float16, _dt.bfloat16, _dt.float64)
 
 
-def _reshape(x, shape):
-    from .._manipulation_functions import reshape
-
-    return reshape(x, shape)
-
-
 def _astype(x, dtype):
     if x.dtype == dtype:
         return x
-    from .._data_type_functions import astype
-
     return astype(x, dtype)
 
 
@@ -58,7 +53,7 @@ def _reduction(r, who):
 def _rows(x, who, what="input"):
     """(x as (n, d), batched?) for a 1-D or 2-D input."""
     if x.ndim == 1:
-        return _reshape(x, (1, x.shape[0])), False
+        return reshape(x, (1, x.shape[0])), False
     if x.ndim != 2:
         raise ValueError(f"{who}: {what} must be 1-D or 2-D, got shape {x.shape}")
     return x, True
@@ -72,7 +67,7 @@ def _out(n, batched, dtype, device, reduction):
 
 
 def _finish(out, shape):
-    return out if shape is None else _reshape(out, shape)
+    return out if shape is None else reshape(out, shape)
 
 
 def cosine_embedding_loss(input1: Array, input2: Array, target: Array, margin: float = 0.0,
@@ -91,7 +86,7 @@ def cosine_embedding_loss(input1: Array, input2: Array, target: Array, margin: f
     n, d = x1.shape
     if target.shape != ((n,) if batched else ()):
         raise ValueError(f"{who}: target shape {target.shape} does not match the inputs")
-    t = _reshape(_astype(target, input1.dtype), (n,))
+    t = reshape(_astype(target, input1.dtype), (n,))
     out, shp = _out(n, batched, input1.dtype, input1.device, reduction)
     plan = _plans.select(_lr.CosineEmbeddingLossPlan, _lr.CosineEmbeddingLossDescriptor(
         n, d, input1.dtype, float(margin), reduction))
@@ -115,7 +110,7 @@ def multi_margin_loss(input: Array, target: Array, p: int = 1, margin: float = 1
     tg = _int(target, "target")
     if tg.shape != ((n,) if batched else ()):
         raise ValueError(f"{who}: target shape {tg.shape} does not match input {input.shape}")
-    tg = _reshape(tg, (n,))
+    tg = reshape(tg, (n,))
     w = None
     if weight is not None:
         _float(weight, "weight", who)
@@ -180,8 +175,6 @@ def triplet_margin_loss(anchor: Array, positive: Array, negative: Array, margin:
 
 def _lengths(v, n, name, device):
     """(int64 device array (n,), host list or None)."""
-    from .._creation_functions import asarray
-
     if isinstance(v, Array):
         arr = _int(v, name)
         if arr.shape != (n,):
@@ -203,7 +196,7 @@ def ctc_loss(log_probs: Array, targets: Array, input_lengths, target_lengths, bl
     _reduction(reduction, who)
     batched = log_probs.ndim == 3
     if log_probs.ndim == 2:
-        lp = _reshape(log_probs, (log_probs.shape[0], 1, log_probs.shape[1]))
+        lp = reshape(log_probs, (log_probs.shape[0], 1, log_probs.shape[1]))
     elif batched:
         lp = log_probs
     else:
@@ -219,15 +212,15 @@ def ctc_loss(log_probs: Array, targets: Array, input_lengths, target_lengths, bl
         target_lengths = [int(target_lengths)] if not hasattr(target_lengths, "__len__") else \
             target_lengths
     if not batched and isinstance(input_lengths, Array) and input_lengths.ndim == 0:
-        input_lengths = _reshape(input_lengths, (1,))
+        input_lengths = reshape(input_lengths, (1,))
     if not batched and isinstance(target_lengths, Array) and target_lengths.ndim == 0:
-        target_lengths = _reshape(target_lengths, (1,))
+        target_lengths = reshape(target_lengths, (1,))
     il, il_host = _lengths(input_lengths, n, "input_lengths", lp.device)
     tl, tl_host = _lengths(target_lengths, n, "target_lengths", lp.device)
     if il_host is not None and any(not 0 <= v <= T for v in il_host):
         raise ValueError(f"{who}: input_lengths must be in [0, {T}]")
     if not batched and tg.ndim == 1:
-        tg = _reshape(tg, (1, tg.shape[0]))  # unbatched (S,) targets are one padded row
+        tg = reshape(tg, (1, tg.shape[0]))  # unbatched (S,) targets are one padded row
     concatenated = tg.ndim == 1
     if tg.ndim not in (1, 2) or (tg.ndim == 2 and tg.shape[0] != n):
         raise ValueError(f"{who}: targets must be (N, S) or 1-D, got {tg.shape}")

@@ -82,11 +82,10 @@ def rec(monkeypatch):
     monkeypatch.setattr(d, "elementwise", elementwise, raising=False)
     monkeypatch.setattr(d, "fill", fill, raising=False)
     monkeypatch.setattr(d, "copy_into", copy_into, raising=False)
-    import array_api._creation_functions as cf
-    import array_api._manipulation_functions as mf
+    import array_api._copy as cp
 
-    monkeypatch.setattr(cf, "_fill", fill)
-    monkeypatch.setattr(mf, "_copy_into", copy_into)
+    monkeypatch.setattr(cp, "fill", fill)
+    monkeypatch.setattr(cp, "copy_into", copy_into)
     return calls
 
 

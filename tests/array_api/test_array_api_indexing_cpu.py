@@ -4,8 +4,8 @@ advanced-index detection."""
 import numpy as np
 import pytest
 
-from array_api._indexing_functions import is_advanced
-from array_api._layout_extensions import _pairs
+from array_api._array_object import is_advanced
+from array_api._shape_extensions import _pairs
 
 
 class _Shape:

@@ -17,6 +17,7 @@ import pytest
 import array_api as xp
 import baracuda_dsl as bd
 from array_api import _device as _dev
+from array_api import _gemm_extensions as gx
 from array_api import _linear_algebra_functions as la
 from array_api import linalg
 from baracuda_dsl.tensor import TensorView, contiguous_strides
@@ -119,14 +120,14 @@ def test_dtype_and_shape_errors():
              (lambda: la.vecdot(b, b), TypeError),
              (lambda: linalg.outer(f, f), ValueError),
              (lambda: linalg.outer(_fake((3,), xp.bool), _fake((3,), xp.bool)), TypeError),
-             (lambda: la.linear(f, f, activation="tanh"), bd.UnsupportedError),
-             (lambda: la.linear(i, i), TypeError),
-             (lambda: la.linear(_fake((3, 3), xp.complex64), _fake((3, 3), xp.complex64)),
+             (lambda: gx.linear(f, f, activation="tanh"), bd.UnsupportedError),
+             (lambda: gx.linear(i, i), TypeError),
+             (lambda: gx.linear(_fake((3, 3), xp.complex64), _fake((3, 3), xp.complex64)),
               bd.UnsupportedError),
-             (lambda: la.linear(f, _fake((3,))), ValueError),
-             (lambda: la.linear(f, _fake((2, 4))), ValueError),
-             (lambda: la.linear(_fake(()), f), ValueError),
-             (lambda: la.linear(f, f, _fake((4,))), ValueError),
+             (lambda: gx.linear(f, _fake((3,))), ValueError),
+             (lambda: gx.linear(f, _fake((2, 4))), ValueError),
+             (lambda: gx.linear(_fake(()), f), ValueError),
+             (lambda: gx.linear(f, f, _fake((4,))), ValueError),
              ]
     for call, exc in cases:
         with pytest.raises(exc):
@@ -139,8 +140,9 @@ def test_dtype_and_shape_errors():
 
 def test_namespace_exports():
     """The lines the lead adds to array_api/__init__.py."""
-    for name in ("matmul", "tensordot", "vecdot", "matrix_transpose", "linear"):
-        assert getattr(xp, name) is getattr(la, name), name
+    for mod, name in ((la, "matmul"), (la, "tensordot"), (la, "vecdot"),
+                      (la, "matrix_transpose"), (gx, "linear")):
+        assert getattr(xp, name) is getattr(mod, name), name
         assert name in xp.__all__
     assert xp.linalg is linalg and "linalg" in xp.__all__
 
@@ -204,7 +206,7 @@ class _Recorder:
 @pytest.fixture
 def fake(monkeypatch):
     import baracuda_dsl.ops.gemm.gemm as gm
-    from array_api import _dispatch, _elementwise_functions as ef, _manipulation_functions as mf
+    from array_api import _copy, _dispatch, _elementwise_functions as ef
     from array_api import _plans, _statistical_functions as sf
 
     keep = []
@@ -255,7 +257,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(_dev, "memset", memset)
     monkeypatch.setattr(gm, "plan_arch", lambda pref: bd.ArchSku.SM90A)
     monkeypatch.setattr(gm.GemmPlan, "_launch", launch)
-    monkeypatch.setattr(mf, "_copy_strided", copy_strided)
+    monkeypatch.setattr(_copy, "copy_strided", copy_strided)
     monkeypatch.setattr(_dispatch, "cast", cast)
     monkeypatch.setattr(ef, "multiply", lambda a, b: from_np(
         _host(a.__baracuda_view__()) * _host(b.__baracuda_view__()), a.dtype))
@@ -429,18 +431,18 @@ def test_fake_vecdot_outer_linear(fake):
     _close(linalg.outer(_dev_array(x), _dev_array(y)), np.outer(x, y))
     xx, w, bias = _rand((2, 3, 5)), _rand((4, 5)), _rand((4,))
     ref = xx @ w.T
-    _close(la.linear(_dev_array(xx), _dev_array(w)), ref)
-    _close(la.linear(_dev_array(xx), _dev_array(w), _dev_array(bias)), ref + bias)
+    _close(gx.linear(_dev_array(xx), _dev_array(w)), ref)
+    _close(gx.linear(_dev_array(xx), _dev_array(w), _dev_array(bias)), ref + bias)
     for act, fn in (("relu", lambda t: np.maximum(t, 0)), ("gelu", _gelu),
                     ("silu", lambda t: t / (1 + np.exp(-t)))):
-        _close(la.linear(_dev_array(xx), _dev_array(w), _dev_array(bias), activation=act),
+        _close(gx.linear(_dev_array(xx), _dev_array(w), _dev_array(bias), activation=act),
                fn(ref + bias))
-        _close(la.linear(_dev_array(xx), _dev_array(w), activation=act), fn(ref))
+        _close(gx.linear(_dev_array(xx), _dev_array(w), activation=act), fn(ref))
     fake.gemms.clear()
-    _close(la.linear(_dev_array(xx)[:, ::-1], _dev_array(w)), xx[:, ::-1] @ w.T)  # copy path
+    _close(gx.linear(_dev_array(xx)[:, ::-1], _dev_array(w)), xx[:, ::-1] @ w.T)  # copy path
     assert fake.gemms[0][0].m == 6
-    _close(la.linear(_dev_array(xx[0, 0]), _dev_array(w)), xx[0, 0] @ w.T)
-    assert la.linear(_dev_array(np.zeros((0, 5))), _dev_array(w)).shape == (0, 4)
+    _close(gx.linear(_dev_array(xx[0, 0]), _dev_array(w)), xx[0, 0] @ w.T)
+    assert gx.linear(_dev_array(np.zeros((0, 5))), _dev_array(w)).shape == (0, 4)
 
 
 def test_fake_operators_and_matrix_power(fake):

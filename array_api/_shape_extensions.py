@@ -1,7 +1,7 @@
-"""Layout extensions (not in the standard): ``pad`` (constant / reflect / replicate / circular),
-``pixel_shuffle``, ``pixel_unshuffle``.  ``pad`` dispatches to ``PadPlan`` (one launch, a new
-dense array); the pixel shuffles are a reshape + permutation view materialised by the
-transpose-aware dense copy."""
+"""Shape extensions (torch / numpy, not in the standard): ``pad`` (constant / reflect /
+replicate / circular), ``pixel_shuffle``, ``pixel_unshuffle``.  ``pad`` dispatches to ``PadPlan``
+(one launch, a new dense array); the pixel shuffles are a reshape + permutation view materialised
+by the transpose-aware dense copy."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import operator
 
 from . import _plans
 from ._array_object import Array
+from ._manipulation_functions import ascontiguousarray, permute_dims, reshape
 
 _MODES = {"constant": "constant", "reflect": "reflect", "replicate": "replicate",
           "edge": "replicate", "circular": "circular", "wrap": "circular"}
@@ -58,8 +59,6 @@ def pad(x: Array, pad, mode: str = "constant", value=0) -> Array:
 
 def pixel_shuffle(x: Array, upscale_factor: int) -> Array:
     """torch.nn.functional.pixel_shuffle: (*, C·r², H, W) → (*, C, H·r, W·r)."""
-    from ._manipulation_functions import ascontiguousarray, permute_dims, reshape
-
     r = operator.index(upscale_factor)
     if x.ndim < 3 or r <= 0 or x.shape[-3] % (r * r):
         raise ValueError(f"pixel_shuffle: need (*, C·r², H, W) with r > 0, got {x.shape}, r={r}")
@@ -72,8 +71,6 @@ def pixel_shuffle(x: Array, upscale_factor: int) -> Array:
 
 def pixel_unshuffle(x: Array, downscale_factor: int) -> Array:
     """torch.nn.functional.pixel_unshuffle: (*, C, H·r, W·r) → (*, C·r², H, W)."""
-    from ._manipulation_functions import ascontiguousarray, permute_dims, reshape
-
     r = operator.index(downscale_factor)
     if x.ndim < 3 or r <= 0 or x.shape[-1] % r or x.shape[-2] % r:
         raise ValueError(f"pixel_unshuffle: need (*, C, H·r, W·r) with r > 0, got {x.shape}, "

@@ -1,12 +1,11 @@
-"""ML extensions with PyTorch-like signatures, dispatching to the baracuda_dsl Plans:
-``rms_norm``, ``layer_norm`` (row norms over trailing ``normalized_shape`` dims), ``batch_norm``,
-``group_norm``, ``instance_norm`` (over (N, C, *spatial)).  Outputs are new dense arrays; strided
-inputs are made dense first when the plan needs it.  Plans are selected once per descriptor
-(``functools.lru_cache``) and run on the legacy default stream; workspaces are allocated from the
-stream-ordered pool per call."""
+"""Normalization extensions (torch.nn.functional semantics, not in the standard), dispatching to
+the normalization Plans: ``rms_norm``, ``layer_norm`` (row norms over trailing
+``normalized_shape`` dims), ``batch_norm``, ``group_norm``, ``instance_norm`` (over (N, C,
+*spatial)).  Outputs are new dense arrays; strided inputs are made dense first when the plan needs
+it.  Plans are selected once per descriptor (``functools.lru_cache``) and run on the legacy
+default stream; workspaces are allocated from the stream-ordered pool per call."""
 
 from __future__ import annotations
-
 
 from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
 
@@ -22,15 +21,8 @@ def _norm_shape(normalized_shape):
     return tuple(int(s) for s in normalized_shape)
 
 
-_check_array = _plans.check_array
-
-
 def _opt(v):
     return None if v is None else ascontiguousarray(v)
-
-
-_select = _plans.select
-_workspace = _plans.workspace
 
 
 def _run_rowwise(plan, make_args, x: Array):
@@ -40,12 +32,12 @@ def _run_rowwise(plan, make_args, x: Array):
     except UnsupportedError:
         x = ascontiguousarray(x)
     args = make_args(x)
-    ws, _keep = _workspace(plan, x)
+    ws, _keep = _plans.workspace(plan, x)
     plan.run(args, workspace=ws)
 
 
 def _row_norm_common(x, normalized_shape, what):
-    _check_array(x, "x")
+    _plans.check_array(x, "x")
     ns = _norm_shape(normalized_shape)
     k = len(ns)
     if k == 0 or k > x.ndim or tuple(x.shape[x.ndim - k:]) != ns:
@@ -62,7 +54,7 @@ def rms_norm(x: Array, normalized_shape, weight: Array = None, eps: float = None
     k = _row_norm_common(x, normalized_shape, "rms_norm")
     if eps is None:
         eps = _dt.finfo(x.dtype).eps
-    plan = _select(RMSNormPlan, RMSNormDescriptor(x.shape, k, x.dtype, float(eps),
+    plan = _plans.select(RMSNormPlan, RMSNormDescriptor(x.shape, k, x.dtype, float(eps),
                                                   weight is not None))
     y = Array._empty(x.shape, x.dtype, x.device)
     w = _opt(weight)
@@ -78,7 +70,7 @@ def layer_norm(x: Array, normalized_shape, weight: Array = None, bias: Array = N
                                                          LayerNormPlan)
 
     k = _row_norm_common(x, normalized_shape, "layer_norm")
-    plan = _select(LayerNormPlan, LayerNormDescriptor(x.shape, k, x.dtype, float(eps),
+    plan = _plans.select(LayerNormPlan, LayerNormDescriptor(x.shape, k, x.dtype, float(eps),
                                                       weight is not None, bias is not None))
     y = Array._empty(x.shape, x.dtype, x.device)
     w, b = _opt(weight), _opt(bias)
@@ -101,7 +93,7 @@ def batch_norm(x: Array, running_mean: Array, running_var: Array, weight: Array 
     from baracuda_dsl.ops.normalization.channel_norm import (BatchNormArgs, BatchNormDescriptor,
                                                              BatchNormPlan)
 
-    _check_array(x, "x")
+    _plans.check_array(x, "x")
     track = running_mean is not None and running_var is not None
     if (running_mean is None) != (running_var is None):
         raise InvalidProblemError("batch_norm: pass running_mean and running_var together")
@@ -113,10 +105,10 @@ def batch_norm(x: Array, running_mean: Array, running_var: Array, weight: Array 
     desc = BatchNormDescriptor(x.shape, x.dtype, float(eps), float(momentum), bool(training),
                                weight is not None, bias is not None, track,
                                _param_dtype(weight, bias, running_mean, running_var))
-    plan = _select(BatchNormPlan, desc)
+    plan = _plans.select(BatchNormPlan, desc)
     xx = ascontiguousarray(x)
     y = Array._empty(x.shape, x.dtype, x.device)
-    ws, _keep = _workspace(plan, xx)
+    ws, _keep = _plans.workspace(plan, xx)
     plan.run(BatchNormArgs(xx, y, weight=_opt(weight), bias=_opt(bias),
                            running_mean=running_mean, running_var=running_var), workspace=ws)
     return y
@@ -128,13 +120,13 @@ def group_norm(x: Array, num_groups: int, weight: Array = None, bias: Array = No
     from baracuda_dsl.ops.normalization.channel_norm import (GroupNormArgs, GroupNormDescriptor,
                                                              GroupNormPlan)
 
-    _check_array(x, "x")
+    _plans.check_array(x, "x")
     desc = GroupNormDescriptor(x.shape, int(num_groups), x.dtype, float(eps), weight is not None,
                                bias is not None, _param_dtype(weight, bias))
-    plan = _select(GroupNormPlan, desc)
+    plan = _plans.select(GroupNormPlan, desc)
     xx = ascontiguousarray(x)
     y = Array._empty(x.shape, x.dtype, x.device)
-    ws, _keep = _workspace(plan, xx)
+    ws, _keep = _plans.workspace(plan, xx)
     plan.run(GroupNormArgs(xx, y, weight=_opt(weight), bias=_opt(bias)), workspace=ws)
     return y
 
@@ -148,16 +140,19 @@ def instance_norm(x: Array, running_mean: Array = None, running_var: Array = Non
                                                              InstanceNormDescriptor,
                                                              InstanceNormPlan)
 
-    _check_array(x, "x")
+    _plans.check_array(x, "x")
     if running_mean is not None or running_var is not None:
         raise UnsupportedError("instance_norm: running statistics are not wired; wired: "
                                "use_input_stats=True without running_mean/running_var")
     desc = InstanceNormDescriptor(x.shape, x.dtype, float(eps), weight is not None,
                                   bias is not None, bool(use_input_stats),
                                   _param_dtype(weight, bias))
-    plan = _select(InstanceNormPlan, desc)
+    plan = _plans.select(InstanceNormPlan, desc)
     xx = ascontiguousarray(x)
     y = Array._empty(x.shape, x.dtype, x.device)
-    ws, _keep = _workspace(plan, xx)
+    ws, _keep = _plans.workspace(plan, xx)
     plan.run(InstanceNormArgs(xx, y, weight=_opt(weight), bias=_opt(bias)), workspace=ws)
     return y
+
+
+__all__ = ["rms_norm", "layer_norm", "batch_norm", "group_norm", "instance_norm"]

@@ -1,20 +1,27 @@
-"""ML elementwise extensions (torch.nn.functional semantics), one GPU kernel each through
-``_dispatch.elementwise``.
+"""Elementwise ML extensions (torch.nn.functional semantics, not in the standard): activations
+(``relu gelu silu ...``), gated units (``glu reglu swiglu geglu``), special functions (``erf
+erfinv lgamma digamma ...``), ``lerp addcmul addcdiv fma prelu``, one GPU kernel each through
+``_dispatch.elementwise``; and ``masked_fill`` (one elementwise ``where``).
 
 Dtypes: real floating only — float16, bfloat16, float32, float64 (half types compute in float32,
 float64 in float64); bool / integer / complex inputs are a ``TypeError``, fp8 inputs an
-``UnsupportedError``.  Operands of the binary / ternary functions may be Arrays or Python
-``int``/``float`` scalars (at least one Array); they promote by the standard's rules and
-broadcast.  Float parameters are passed to the kernel as its compute type (float32 for every
-dtype but float64).  Results are new dense arrays.
+``UnsupportedError`` (``masked_fill``: every dtype).  Operands of the binary / ternary functions
+may be Arrays or Python ``int``/``float`` scalars (at least one Array); they promote by the
+standard's rules and broadcast.  Float parameters are passed to the kernel as its compute type
+(float32 for every dtype but float64).  Results are new dense arrays.
 """
 
 from __future__ import annotations
 
 import builtins
 
+from . import _dtypes as _dt
 from . import _elementwise_functions as _ef
+from . import _plans
 from ._array_object import Array
+from ._data_type_functions import astype
+from ._manipulation_functions import broadcast_to
+from ._searching_functions import where
 
 _CAT = "real floating-point"
 
@@ -256,9 +263,25 @@ def geglu(x, /, axis: int = -1) -> Array:
     return _gated("geglu", x, axis)
 
 
+# --------------------------------------------------------------------------- masks
+def masked_fill(x: Array, mask: Array, value) -> Array:
+    """torch.masked_fill (functional): ``where(mask, value, x)`` with ``mask`` (bool) broadcast
+    to x's shape; ``value`` a scalar or 0-D array converted to x's dtype."""
+    _plans.check_array(x, "x")
+    _plans.check_array(mask, "mask")
+    if mask.dtype != _dt.bool:
+        raise TypeError(f"masked_fill: mask must be bool, got {mask.dtype.name}")
+    if isinstance(value, Array):
+        value = astype(value, x.dtype)
+    if _ef.is_scalar(value):
+        value = _ef.convert_scalar(value, x.dtype)
+    return where(broadcast_to(mask, x.shape), value, x)  # value has x's dtype: so has the result
+
+
 __all__ = [
     "relu", "relu6", "gelu", "gelu_tanh", "silu", "mish", "sigmoid", "softplus", "hardswish",
     "hardsigmoid", "hardtanh", "elu", "selu", "leaky_relu", "logit", "erf", "erfc", "erfinv",
     "lgamma", "digamma", "softsign", "tanhshrink", "hardshrink", "softshrink", "threshold",
     "prelu", "lerp", "addcmul", "addcdiv", "fma", "glu", "reglu", "swiglu", "geglu",
+    "masked_fill",
 ]

@@ -1,5 +1,5 @@
-"""Counting extensions: ``bincount`` (numpy/torch), ``histogram`` (numpy) and ``histc`` (torch),
-dispatching to BincountPlan / HistogramPlan.
+"""Histogram extensions (numpy / torch, not in the standard): ``bincount`` (numpy/torch),
+``histogram`` (numpy) and ``histc`` (torch), dispatching to BincountPlan / HistogramPlan.
 
 Sizes that depend on the data (``max(x) + 1`` bins, the data range of ``histogram`` /
 ``histc`` when none is given) are read back from a device reduction — one synchronising read.
@@ -18,35 +18,26 @@ from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
 from baracuda_dsl.ops.histogram.histogram import (BincountDescriptor, BincountPlan, CountArgs,
                                                   HistogramDescriptor, HistogramPlan)
 
+from . import _dispatch
 from . import _dtypes as _dt
 from . import _plans
-from ._array_object import Array
-from ._dispatch import _view, cast
+from ._array_object import Array, tensor_view
+from ._creation_functions import asarray
+from ._elementwise_functions import divide
+from ._manipulation_functions import flatten
+from ._statistical_functions import max as amax, min as amin, sum as asum
 
 __all__ = ["bincount", "histogram", "histc"]
-
-
-_select = _plans.select
-
-
-def _flat1d(x, name="x") -> Array:
-    if not isinstance(x, Array):
-        raise TypeError(f"{name} must be an array_api Array, got {type(x).__name__}")
-    if x.ndim == 1:
-        return x
-    from ._manipulation_functions import reshape
-
-    return reshape(x, (-1,))
 
 
 def _weights(w, n: int):
     if w is None:
         return None
-    w = _flat1d(w, "weights")
+    w = flatten(w, "weights")
     if w.size != n:
         raise InvalidProblemError(f"weights has {w.size} elements, x has {n}")
     if w.dtype not in (_dt.float32, _dt.float16, _dt.bfloat16, _dt.float64):
-        w = cast(w, _dt.float64)
+        w = _dispatch.cast(w, _dt.float64)
     return w
 
 
@@ -58,15 +49,13 @@ def bincount(x: Array, /, weights: Array = None, minlength: int = 0) -> Array:
     """Occurrences of each value 0..max(x) of a 1-D non-negative integer array (at least
     ``minlength`` bins): int64 counts, or float64 weight sums (numpy) when ``weights`` is given.
     Negative values raise ValueError."""
-    from ._statistical_functions import max as amax, min as amin
-
     if not isinstance(x, Array):
         raise TypeError(f"x must be an array_api Array, got {type(x).__name__}")
     if x.ndim != 1:
         raise ValueError(f"bincount: x must be 1-D, got shape {x.shape}")
     if not _dt.isdtype(x.dtype, "integral"):
         if x.dtype == _dt.bool:
-            x = cast(x, _dt.uint8)
+            x = _dispatch.cast(x, _dt.uint8)
         else:
             raise UnsupportedError(f"bincount of {x.dtype}: integer inputs only")
     if int(minlength) < 0:
@@ -81,16 +70,14 @@ def bincount(x: Array, /, weights: Array = None, minlength: int = 0) -> Array:
     w = _weights(weights, n)
     desc = BincountDescriptor(n, bins, x.dtype, None if w is None else w.dtype)
     out = Array._empty((bins,), desc.out_dtype, x.device)
-    _select(BincountPlan, desc).run(CountArgs(_view(x), _view(out),
-                                              None if w is None else _view(w)))
+    _plans.select(BincountPlan, desc).run(CountArgs(tensor_view(x), tensor_view(out),
+                                                    None if w is None else tensor_view(w)))
     if w is not None and out.dtype != _dt.float64:
-        out = cast(out, _dt.float64)
+        out = _dispatch.cast(out, _dt.float64)
     return out
 
 
 def _data_range(x: Array):
-    from ._statistical_functions import max as amax, min as amin
-
     if x.size == 0:
         return 0.0, 1.0
     return float(_scalar(amin(x))), float(_scalar(amax(x)))
@@ -101,7 +88,7 @@ def histogram(x: Array, /, bins=10, range=None, weights: Array = None,  # noqa: 
     """numpy.histogram of the flattened ``x``: ``bins`` equal-width bins over ``range`` (default
     the data's [min, max]) or an increasing 1-D edge array; returns (hist, bin_edges) with
     bin_edges float64.  hist: int64 counts, float64 weight sums, or a float64 density."""
-    flat = _flat1d(x)
+    flat = flatten(x)
     if flat.dtype in (_dt.complex64, _dt.complex128, _dt.bool):
         raise UnsupportedError(f"histogram of {flat.dtype}: real numeric inputs only")
     if isinstance(bins, Array) or not isinstance(bins, (int, np.integer)):
@@ -120,21 +107,17 @@ def histogram(x: Array, /, bins=10, range=None, weights: Array = None,  # noqa: 
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
         edges = np.linspace(lo, hi, nb + 1)
-    from ._creation_functions import asarray
-
     e = asarray(edges, dtype=_dt.float64, device=flat.device)
     w = _weights(weights, flat.size)
     desc = HistogramDescriptor(flat.size, edges.size - 1, flat.dtype, "edges",
                                weights=None if w is None else w.dtype)
     out = Array._empty((desc.bins,), desc.out_dtype, flat.device)
-    _select(HistogramPlan, desc).run(CountArgs(_view(flat), _view(out),
-                                               None if w is None else _view(w), _view(e)))
+    _plans.select(HistogramPlan, desc).run(CountArgs(tensor_view(flat), tensor_view(out),
+                                                     None if w is None else tensor_view(w),
+                                                     tensor_view(e)))
     if w is not None or density:
-        out = cast(out, _dt.float64)
+        out = _dispatch.cast(out, _dt.float64)
     if density:
-        from ._elementwise_functions import divide
-        from ._statistical_functions import sum as asum
-
         widths = asarray(np.diff(edges), dtype=_dt.float64, device=flat.device)
         out = divide(divide(out, widths), asum(out))
     return out, e
@@ -143,7 +126,7 @@ def histogram(x: Array, /, bins=10, range=None, weights: Array = None,  # noqa: 
 def histc(x: Array, /, bins: int = 100, min: float = 0.0, max: float = 0.0) -> Array:  # noqa: A002
     """torch.histc: ``bins`` equal bins over [min, max] (both 0 → the data's range); values
     outside are ignored.  Float inputs; the result has x's dtype (counts as floats)."""
-    flat = _flat1d(x)
+    flat = flatten(x)
     if not _dt.isdtype(flat.dtype, "real floating"):
         raise UnsupportedError(f"histc of {flat.dtype}: real floating inputs only")
     if int(bins) < 1:
@@ -157,5 +140,5 @@ def histc(x: Array, /, bins: int = 100, min: float = 0.0, max: float = 0.0) -> A
         lo, hi = lo - 1.0, hi + 1.0
     desc = HistogramDescriptor(flat.size, int(bins), flat.dtype, "uniform", lo, hi)
     out = Array._empty((desc.bins,), _dt.int64, flat.device)
-    _select(HistogramPlan, desc).run(CountArgs(_view(flat), _view(out)))
-    return cast(out, flat.dtype)
+    _plans.select(HistogramPlan, desc).run(CountArgs(tensor_view(flat), tensor_view(out)))
+    return _dispatch.cast(out, flat.dtype)
