@@ -2,8 +2,9 @@
 order and keywords (``reduction="none" | "mean" | "sum"``, plus ``"batchmean"`` for ``kl_div``).
 
 Every function is forward-only and returns a new Array (0-D for ``mean``/``sum``); the backward
-passes are the ``...BackwardPlan``s of ``baracuda_dsl.ops.losses``.  Sums and means are deterministic
-(fixed-order, no atomics).  Half-precision inputs are computed in float32, float64 in float64.
+passes are the ``...BackwardPlan``s of ``baracuda_dsl.ops.losses``.  Sums and means are
+deterministic (fixed-order, no atomics).  Half-precision inputs are computed in float32, float64
+in float64.
 
 =====================  ==============================================================
 module                 functions
