@@ -112,7 +112,9 @@ def _host_words(ptr, nwords, w):
 
 class _FakeKernel:
     def __init__(self, template, knobs):
-        self.name, self.knobs = template.name, dict(knobs)
+        from baracuda_dsl.jit import freeze_knobs
+
+        self.name, self.knobs = template.name, dict(freeze_knobs(knobs))
 
     def launch(self, grid, args, stream=0):
         if self.name == "strided_copy":
@@ -188,13 +190,14 @@ def fake_device(monkeypatch):
     monkeypatch.setattr(_dev, "htod", htod)
     monkeypatch.setattr(_dev, "dtoh", dtoh)
     monkeypatch.setattr(_dev, "memset", memset)
-    monkeypatch.setattr(rp, "plan_arch", lambda pref: bd.ArchSku.SM90A)
-    monkeypatch.setattr(rp, "jit_kernel", lambda t, knobs, dev, arch: _FakeKernel(t, knobs))
+    import baracuda_dsl.plan as planmod
+
+    # plans select for sm90a (no device here) and launch the stand-in kernels
+    monkeypatch.setattr(planmod, "plan_arch", lambda pref: bd.ArchSku.SM90A)
+    monkeypatch.setattr(planmod.Plan, "_kernel", lambda self, t, knobs, dev: _FakeKernel(t, knobs))
     import baracuda_dsl.ops.shape.layout as lp
 
     # the dense-copy path: strided copy only (the transpose kernel is exercised on the GPU)
-    monkeypatch.setattr(lp, "plan_arch", lambda pref: bd.ArchSku.SM90A)
-    monkeypatch.setattr(lp, "jit_kernel", lambda t, knobs, dev, arch: _FakeKernel(t, knobs))
     monkeypatch.setattr(lp, "transpose_geometry", lambda *a: None)
     import array_api._manipulation_functions as mf
 

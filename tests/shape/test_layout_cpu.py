@@ -201,7 +201,7 @@ def _emulate_transpose(g, isz, src_words, src_base, dst_words, dst_base):
         t_a = rem % ta
         rem //= ta
         soff = doff = 0
-        nbk = g.knobs["batch"]
+        nbk = g.knobs.batch
         if nbk:
             assert all(e == 1 for e in bext[:4 - nbk])
             for k in range(3, 4 - nbk - 1, -1):
@@ -248,7 +248,7 @@ def test_transpose_emulated(dtype, shape, perm):
     g = transpose_geometry(src.shape, sst, contiguous_strides(src.shape), isz)
     assert g is not None
     nb = len(g.scalars) and sum(e > 1 for e in g.scalars[6:10])
-    assert g.knobs["batch"] == lspec.transpose_batch_for(nb)
+    assert g.knobs.batch == lspec.transpose_batch_for(nb)
     dst = np.zeros(ref.size, dtype)
     written = _emulate_transpose(g, isz, x.reshape(-1), 0, dst, 0)
     assert (written == 1).all()
@@ -273,7 +273,7 @@ def test_transpose_emulated_strided_dst():
 # ------------------------------------------------------------ strided-dst copy emulation
 def _emulate_copy(g, src_words, sbase, dst_words, dbase):
     o, s, d = g.dims[0:8], g.dims[16:24], g.dims[24:32]
-    r = g.knobs["rank"]
+    r = g.knobs.rank
     assert all(x == 1 for x in o[:8 - r])
     idx = np.arange(g.n)
     coords = np.unravel_index(idx, o[8 - r:]) if g.n else [idx] * r
@@ -325,7 +325,7 @@ def test_strided_dst_copy_emulated(dtype):
 def test_strided_copy_widening_both_sides():
     # dst rows of 32 f16 at a 16-byte aligned start, src dense → 16-byte words
     g = strided_copy_geometry((4, 32), (32, 1), (64, 1), 2, 0, 0)
-    assert g.width == 16 and g.knobs["rank"] == 2
+    assert g.width == 16 and g.knobs.rank == 2
     # dst start misaligned by one element → no widening
     assert strided_copy_geometry((4, 32), (32, 1), (64, 1), 2, 0, 2).width == 2
     # dst row pitch not a multiple of the word → narrower word
@@ -344,8 +344,8 @@ def test_fill_emulated(dtype, value):
         isz = y.itemsize
         knobs, n, odd, dims = fill_geometry(v.shape, tuple(s // isz for s in v.strides), isz)
         o, d = dims[:8], dims[8:]
-        r = knobs["rank"]
-        wsz = knobs["itemsize"]
+        r = knobs.rank
+        wsz = knobs.itemsize
         pat = encode_fill_value(value, as_dtype(np.dtype(dtype)))
         words = np.frombuffer(pat, np.dtype(f"u{wsz}"))
         flat = y.reshape(-1).view(np.dtype(f"u{wsz}"))
@@ -445,4 +445,4 @@ def test_transpose_fallbacks():
     assert copy_kernel_for(shp, st, contiguous_strides(shp), 4)[0] == "strided_copy"
     # strided copy beyond Int32 spans → wide=1
     g = strided_copy_geometry((2**16, 2**16), (1, 2**16), (2**16, 1), 1, 0, 0)
-    assert g.knobs["wide"] == 1
+    assert g.knobs.wide == 1

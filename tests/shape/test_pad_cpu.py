@@ -150,14 +150,14 @@ def _emulate_remap(geo, words, base, fill_bytes_ok=True):
     (rows·cols × width bytes) and checks that every output word is written exactly once."""
     o, e, ll, s = (np.array(geo.dims[i * 8:(i + 1) * 8], np.int64) for i in range(4))
     kn = geo.knobs
-    R, mode, isz = kn["rank"], kn["mode"], kn["itemsize"]
+    R, mode, isz = kn.rank, kn.mode, kn.itemsize
     assert all(o[:8 - R] == 1) and all(s[:8 - R] == 0)
     ilp = spec.ilp_for(isz)
-    tct = 256 if kn["tile"] == "row" else 32
+    tct = 256 if kn.tile == "row" else 32
     trt = 256 // tct
-    rj, cj = (1, ilp) if kn["tile"] == "row" else (ilp, 1)
+    rj, cj = (1, ilp) if kn.tile == "row" else (ilp, 1)
     tr_, tc_ = trt * rj, tct * cj
-    assert spec.tile_dims(kn["tile"], isz) == (tr_, tc_)
+    assert spec.tile_dims(kn.tile, isz) == (tr_, tc_)
     nrows, wcols = geo.nrows, int(o[7])
     assert geo.grid == -(-nrows // tr_) * geo.ncb
     t = np.arange(geo.grid)[:, None, None, None]
@@ -170,7 +170,7 @@ def _emulate_remap(geo, words, base, fill_bytes_ok=True):
     live = (row < nrows) & (col < wcols)
     flat = np.broadcast_to(row * wcols + col, live.shape)[live]
     assert np.array_equal(np.sort(flat), np.arange(nrows * wcols)), "tiles must cover once"
-    if geo.knobs["wide"] == 0:
+    if geo.knobs.wide == 0:
         assert nrows * wcols < 2**31
     # values (per row / col, the same remap as the kernel)
     rows = np.arange(nrows)
@@ -316,7 +316,7 @@ def test_pad_random_shapes_negative_and_large_pads():
         desc = PadDescriptor(shape, pads, mode, -7, "int16")
         fill = _fill_bits(-7, desc.dtype) if mode == "constant" else 0
         got, geo = _run_emulated(mode, desc.out_shape, x, buf, off, [lo for lo, _ in pads], fill)
-        seen.add(geo.knobs["mode"])
+        seen.add(geo.knobs.mode)
         np.testing.assert_array_equal(got, _np_pad_ref(x, pads, mode, -7), err_msg=str((shape, pads, mode)))
         # the public host reference agrees with numpy too
         for d, (n, (lo, hi)) in enumerate(zip(shape, pads)):
@@ -373,7 +373,7 @@ def test_tri_emulated(dtype):
 def test_widening_and_wide():
     g = _remap_geometry("constant", (32, 64, 224, 224), (32, 64, 224, 224), (0,) * 4,
                         (64 * 224 * 224, 224 * 224, 224, 1), 2, 0, 0)
-    assert g.width == 16 and g.knobs["rank"] == 2
+    assert g.width == 16 and g.knobs.rank == 2
     g = _remap_geometry("circular", (8, 64), (8, 64), (3, 0), (64, 1), 2, 0, 0)
     assert g.width == 16 and g.dims[22] == 3          # roll along rows: rows stay remapped
     assert _remap_geometry("circular", (8, 64), (8, 64), (3, 0), (64, 1), 2, 2, 0).width == 2
@@ -386,9 +386,9 @@ def test_widening_and_wide():
     assert g.width == 16 and g.dims[23] == 1 and g.f0 == 0x3F803F803F803F80   # padded by words
     assert _remap_geometry("reflect", (8, 80), (8, 64), (0, 8), (64, 1), 2, 0, 0).width == 2
     g = _remap_geometry("circular", (2**20,), (2**20,), (2**19 + 64,), (1,), 4, 0, 0)
-    assert g.width == 16 and g.knobs["mode"] == "circular1"                   # roll by words
+    assert g.width == 16 and g.knobs.mode == "circular1"                      # roll by words
     g = _remap_geometry("constant", (2**16 + 2, 2**15), (2**16, 2**15), (1, 0), (2**15, 1), 1, 1, 1)
-    assert g.knobs["wide"] == 1
+    assert g.knobs.wide == 1
 
 
 def _emulate_bw(mode, shape, out_shape, los, dy, dy_off, words):

@@ -276,7 +276,8 @@ def test_pad_backward_2d_fast_path(dtype, mode):
     """pad_bw2d (only the last two dims padded): float64 autograd / scatter reference, and the
     general pad_bw kernel (same summation order: bit-identical)."""
     torch = pytest.importorskip("torch")
-    from baracuda_dsl.ops.shape.pad import PadBackwardArgs, PadBackwardPlan, PadDescriptor
+    from baracuda_dsl.ops.shape.pad import (PadBackwardArgs, PadBackwardPlan, PadDescriptor,
+                                            PadTuning)
 
     gen = torch.Generator(device="cuda").manual_seed(7)
     cases = []
@@ -316,8 +317,8 @@ def test_pad_backward_2d_fast_path(dtype, mode):
             err = np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30)
             assert err <= tol, (dtype, mode, shape, pads, layout, err)
             # the general kernel sums in the same order: the same bits
-            old = PadBackwardPlan.select(desc)
-            old._fast = False
+            old = PadBackwardPlan.select(desc, bd.PlanPreference(tuning=PadTuning(fast_2d=False)))
+            assert old.sku().template == "pad_bw"
             dx_old = _poisoned(torch, shape, dtype)
             old.run(PadBackwardArgs(dy, dx_old))
             assert _bytes_equal(torch, dx, dx_old), (dtype, mode, shape, pads, layout)

@@ -12,6 +12,7 @@ from baracuda_dsl.ops.shape.repeat import (RepeatBackwardDescriptor, RepeatBackw
                                            RepeatDescriptor, RepeatPlan, StridedCopyDescriptor,
                                            StridedCopyPlan, _bw_geometry, _copy_geometry,
                                            repeat_out_shape)
+from baracuda_dsl.ops.shape.specs.repeat import CopyKnobs
 
 PREF = bd.PlanPreference(arch=bd.ArchSku.SM90A)
 
@@ -71,7 +72,7 @@ def test_sku_space():
 # ------------------------------------------------------------------ kernel emulation in numpy
 def _emulate_copy(geo, words, base_word):
     o, e, s = geo.dims[0:8], geo.dims[8:16], geo.dims[16:24]
-    r = geo.knobs["rank"]
+    r = geo.knobs.rank
     assert all(x == 1 for x in o[:8 - r]), "unused dims must be 1"
     idx = np.arange(geo.n)
     coords = np.unravel_index(idx, o[8 - r:]) if geo.n else [idx] * r
@@ -79,7 +80,7 @@ def _emulate_copy(geo, words, base_word):
     for d in range(r):
         c = coords[d] % e[8 - r + d] if r == 8 else coords[d]
         off += c * s[8 - r + d]
-    if geo.knobs["wide"] == 0:
+    if geo.knobs.wide == 0:
         assert geo.n < 2**31 and (np.abs(off).max(initial=0) < 2**31)
     return words[base_word + off]
 
@@ -122,14 +123,14 @@ def test_copy_geometry_emulated(dtype):
 def test_widening_and_rank():
     # contiguous bf16 rows repeated along a new leading dim: one rank-2 16-byte-word copy
     g = _copy_geometry((4, 64), (64, 1), (3, 1, 1), 2, 0, 0)
-    assert g.knobs == dict(itemsize=16, rank=2, wide=0) or g.knobs["rank"] <= 2
+    assert g.knobs == CopyKnobs(itemsize=16, rank=2, wide=0) or g.knobs.rank <= 2
     assert g.width == 16
     # misaligned source: no widening
     assert _copy_geometry((4, 64), (64, 1), (3, 1, 1), 2, 2, 0).width == 2
     # rank-8 input repeated everywhere: broadcast form is rank 16 → generic mod SKU
-    assert _copy_geometry((2,) * 8, (1,) * 8, (2,) * 8, 4, 0, 0).knobs["rank"] == 8
+    assert _copy_geometry((2,) * 8, (1,) * 8, (2,) * 8, 4, 0, 0).knobs.rank == 8
     # > 2^31 elements → Int64 index math
-    assert _copy_geometry((2**16, 2**16), (2**16, 1), (1, 1), 1, 1, 0).knobs["wide"] == 1
+    assert _copy_geometry((2**16, 2**16), (2**16, 1), (1, 1), 1, 1, 0).knobs.wide == 1
 
 
 def _emulate_bw(shape, reps, dy):

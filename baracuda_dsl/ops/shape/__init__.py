@@ -7,8 +7,8 @@ from .layout import (ConcatArgs, ConcatBackwardArgs, ConcatBackwardPlan, ConcatD
                      FlipDescriptor, FlipPlan, PermuteArgs, PermuteBackwardArgs,
                      PermuteBackwardPlan, PermuteDescriptor, PermutePlan, WriteSliceArgs,
                      WriteSliceDescriptor, WriteSlicePlan, contiguize)
-from .pad import (PadArgs, PadBackwardArgs, PadBackwardPlan, PadDescriptor, PadPlan, RollArgs,
-                  RollBackwardArgs, RollBackwardPlan, RollDescriptor, RollPlan, TriArgs,
+from .pad import (PadArgs, PadBackwardArgs, PadBackwardPlan, PadDescriptor, PadPlan, PadTuning,
+                  RollArgs, RollBackwardArgs, RollBackwardPlan, RollDescriptor, RollPlan, TriArgs,
                   TriBackwardArgs, TriBackwardPlan, TriDescriptor, TriPlan, TrilPlan, TriuPlan)
 from .repeat import (RepeatArgs, RepeatBackwardArgs, RepeatBackwardDescriptor, RepeatBackwardPlan,
                      RepeatDescriptor, RepeatPlan, StridedCopyArgs, StridedCopyDescriptor,
@@ -20,7 +20,8 @@ __all__ = [
     "FillPlan", "FlipArgs", "FlipBackwardArgs", "FlipBackwardPlan", "FlipDescriptor", "FlipPlan",
     "PermuteArgs", "PermuteBackwardArgs", "PermuteBackwardPlan", "PermuteDescriptor",
     "PermutePlan", "WriteSliceArgs", "WriteSliceDescriptor", "WriteSlicePlan", "contiguize",
-    "PadArgs", "PadBackwardArgs", "PadBackwardPlan", "PadDescriptor", "PadPlan", "RollArgs",
+    "PadArgs", "PadBackwardArgs", "PadBackwardPlan", "PadDescriptor", "PadPlan", "PadTuning",
+    "RollArgs",
     "RollBackwardArgs", "RollBackwardPlan", "RollDescriptor", "RollPlan", "TriArgs",
     "TriBackwardArgs", "TriBackwardPlan", "TriDescriptor", "TriPlan", "TrilPlan", "TriuPlan",
     "RepeatArgs", "RepeatBackwardArgs", "RepeatBackwardDescriptor", "RepeatBackwardPlan",

@@ -30,18 +30,16 @@ from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
 from ... import dtypes as _dt
-from ...dtypes import ALL_DTYPES, DType, float32
-from ...errors import InvalidProblemError, UnsupportedError
+from ...dtypes import DType, float32
+from ...errors import InvalidProblemError
 from ...jit import freeze_knobs, kernel as jit_kernel
-from ...plan import (Plan, begin_select, check_dtype, check_select, collapse_dims, new_plan,
-                     norm_axes, norm_axis, plan_arch, prod, view_arg)
+from ...plan import Plan, check_dtype, collapse_dims, norm_axes, norm_axis, prod, view_arg
 from ...tensor import TensorView, check_shape, contiguous_strides
+from .repeat import (COPY_DTYPES, io_views, pad_dims, shape_sku,
+                     strided_copy_geometry)
 from .specs import layout as lspec
 from .specs import repeat as rspec
-from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
-from .repeat import strided_copy_geometry
 
-_COPY_DTYPES = tuple(d for d in ALL_DTYPES if d.itemsize in rspec.ITEMSIZES)
 _MIN_TILE_EXTENT = 8       # A or B shorter than this: the strided copy is as good
 _MAX_TILE_STRIDE = 2**31 // 64 - 1
 
@@ -95,7 +93,7 @@ def transpose_geometry(shape, src_strides, dst_strides, isz: int) -> Optional[Tr
     bext = (1,) * pad + tuple(cshape[i] for i in batch)
     bsrc = (0,) * pad + tuple(cs[i] for i in batch)
     bdst = (0,) * pad + tuple(cd[i] for i in batch)
-    knobs = dict(itemsize=isz, batch=lspec.transpose_batch_for(len(batch)))
+    knobs = lspec.TransposeKnobs(itemsize=isz, batch=lspec.transpose_batch_for(len(batch)))
     scalars = (na, nb, sb, da, ta, tb) + bext + bsrc + bdst
     return TransposeGeometry(knobs, scalars, grid)
 
@@ -117,48 +115,40 @@ def copy_kernel_for(shape, src_strides, dst_strides, isz: int, src_mod: int = 0,
                             src_mod, dst_mod)
 
 
-_LAUNCH_MEMO: dict = {}
-
-
-def _copy_kernel(g, tmpl, device: int, arch):
-    """The loaded kernel for a (cached) geometry object, memoised by its identity."""
-    key = (id(g), device, arch)
-    e = _LAUNCH_MEMO.get(key)
-    if e is None or e[0] is not g:
-        if len(_LAUNCH_MEMO) > 4096:
-            _LAUNCH_MEMO.clear()
-        e = _LAUNCH_MEMO[key] = (g, jit_kernel(tmpl, freeze_knobs(g.knobs), device, arch))
-    return e[1]
-
-
-def launch_copy(src: TensorView, dst: TensorView, arch, stream: int) -> str:
+def enqueue_copy(src: TensorView, dst: TensorView, kernel_for, stream: int) -> str:
     """Enqueue ``dst = src`` (same shape, same itemsize, any strides; dst must not overlap
-    itself or src) with the kernel ``copy_kernel_for`` picks; returns the template name."""
+    itself or src) with the kernel :func:`copy_kernel_for` picks, loaded by
+    ``kernel_for(template, knobs)``; returns the template name ("" for an empty copy)."""
     if src.numel == 0:
         return ""
     kind, g = _copy_kernel_for(src.shape, src.strides, dst.strides, src.itemsize,
                                src.ptr % 16, dst.ptr % 16)
     if kind == "transpose":
-        kern = _copy_kernel(g, lspec.TRANSPOSE, dst.device, arch)
-        kern.launch((g.grid, 1, 1), [src.ptr, dst.ptr, *g.scalars], stream)
+        kernel_for(lspec.TRANSPOSE, g.knobs).launch((g.grid, 1, 1), [src.ptr, dst.ptr, *g.scalars],
+                                                    stream)
     else:
-        kern = _copy_kernel(g, rspec.STRIDED_COPY, dst.device, arch)
-        per = rspec.COPY_THREADS * rspec.COPY_ILP
-        kern.launch(((g.n + per - 1) // per, 1, 1), [src.ptr, dst.ptr, g.n, *g.dims], stream)
+        kernel_for(rspec.STRIDED_COPY, g.knobs).launch(
+            (rspec.copy_blocks(g.n), 1, 1), [src.ptr, dst.ptr, g.n, *g.dims], stream)
     return kind
 
 
-def _select_sku(op: str, dt: DType, arch, shape, src_strides, dst_strides) -> KernelSku:
-    kind, g = copy_kernel_for(shape, src_strides, dst_strides, dt.itemsize)
-    tmpl = lspec.TRANSPOSE if kind == "transpose" else rspec.STRIDED_COPY
-    return KernelSku(OpCategory.SHAPE, op, dt, arch, BackendKind.CUTE_DSL, copy_precision(dt),
-                     template=tmpl.name, knobs=freeze_knobs(g.knobs))
+_LAUNCH_MEMO: dict = {}
 
 
-def copy_precision(dt: DType) -> PrecisionGuarantee:
-    """Copies are exact: deterministic and bit-stable."""
-    return PrecisionGuarantee(math_precision=dt, accumulator=dt, bit_stable_on_same_hardware=True,
-                              deterministic=True)
+def launch_copy(src: TensorView, dst: TensorView, arch, stream: int) -> str:
+    """:func:`enqueue_copy` outside a plan: kernels for ``arch`` on ``dst``'s device, memoised
+    by the identity of the (cached) knobs objects; returns the template name."""
+    def kernel_for(template, knobs):
+        key = (id(knobs), dst.device, arch)
+        e = _LAUNCH_MEMO.get(key)
+        if e is None or e[0] is not knobs:
+            if len(_LAUNCH_MEMO) > 4096:
+                _LAUNCH_MEMO.clear()
+            e = _LAUNCH_MEMO[key] = (knobs, jit_kernel(template, freeze_knobs(knobs), dst.device,
+                                                       arch))
+        return e[1]
+
+    return enqueue_copy(src, dst, kernel_for, stream)
 
 
 # ----------------------------------------------------------------------------- checks
@@ -213,25 +203,22 @@ def _check_perm(perm, rank: int, what: str) -> Tuple[int, ...]:
     return q
 
 
-def _dense_dst(v: TensorView, name: str) -> None:
-    if v.numel and not v.is_contiguous():
-        raise UnsupportedError(f"{name}: must be dense row-major (got strides {v.strides} for "
-                               f"shape {v.shape}); use WriteSlicePlan for strided outputs")
-
-
 class _CopyPlan(Plan):
-    """Shared run path: ``_pairs(args)`` → list of (src, dst) views, each copied."""
+    """Shared plan and launch path of the layout copies: ``_pairs(args)`` checks the Args and
+    returns the (src, dst) views, each copied by :func:`enqueue_copy`."""
 
+    _op = ""
     _io = ("x", "out")  # the Args fields of ``_io_views``: (input, dense output)
+
+    def _copy_sku(self, shape, src_strides, dst_strides) -> None:
+        """``sku()``: the kernel a copy of ``shape`` between these strides runs."""
+        kind, g = copy_kernel_for(shape, src_strides, dst_strides, self.desc.dtype.itemsize)
+        tmpl = lspec.TRANSPOSE if kind == "transpose" else rspec.STRIDED_COPY
+        self._sku = shape_sku(self, self._op, tmpl, g.knobs)
 
     def _io_views(self, args, in_shape, out_shape):
         """The input view and the dense output view of the Args fields named by ``_io``."""
-        a, b = self._io
-        dt = self.desc.dtype
-        x = view_arg(getattr(args, a), a, shape=in_shape, dtype=dt)
-        out = view_arg(getattr(args, b), b, shape=out_shape, dtype=dt, device=x.device)
-        _dense_dst(out, b)
-        return x, out
+        return io_views(self.desc, args, self._io, in_shape, out_shape)
 
     def _src_dst(self, args):
         """The ``src`` and ``dst`` views of Args of shape ``desc.shape`` (dst not yet checked)."""
@@ -240,22 +227,15 @@ class _CopyPlan(Plan):
         dst = view_arg(args.dst, "dst", shape=d.shape, dtype=d.dtype, device=src.device)
         return src, dst
 
-    def can_implement(self, args) -> None:
-        self._pairs(args)
-
     def is_empty(self) -> bool:
         return self._n == 0
 
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
+    def _bind(self, args):
+        return self._pairs(args)
 
-        pairs = self._pairs(args)
-        self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        h = stream_handle(stream)
+    def _launch(self, pairs, stream: int, ws) -> None:
         for src, dst in pairs:
-            launch_copy(src, dst, self._arch, h)
+            enqueue_copy(src, dst, lambda t, k: self._kernel(t, k, dst.device), stream)
 
     def kernels_for(self, args) -> Tuple[str, ...]:
         """The template each launch of ``run(args)`` would use (diagnostics / tests)."""
@@ -301,7 +281,7 @@ class PermuteDescriptor:
         shape = check_shape(self.shape, "Permute: x")
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "perm", _check_perm(self.perm, len(shape), "Permute"))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, _COPY_DTYPES, "Permute"))
+        object.__setattr__(self, "dtype", check_dtype(self.dtype, COPY_DTYPES, "Permute"))
 
     @property
     def out_shape(self) -> Tuple[int, ...]:
@@ -320,23 +300,19 @@ class PermutePlan(_CopyPlan):
     """out[c] = x[c permuted back] (out dense, x any strides); tiled transpose when the unit
     dims differ, strided copy otherwise; every dtype, exact; no workspace."""
 
+    descriptor = PermuteDescriptor
     _op = "permute"
 
-    @classmethod
-    def select(cls, desc: PermuteDescriptor, pref=None) -> "PermutePlan":
-        pref = check_select(desc, pref, PermuteDescriptor, cls.__name__)
-        return cls._make(desc, pref, desc.shape, desc.perm)
+    def _plan(self) -> None:
+        self._permute(self.desc.shape, self.desc.perm)
 
-    @classmethod
-    def _make(cls, desc, pref, shape, perm):
-        plan = new_plan(cls, desc, pref, plan_arch)
-        plan._in_shape, plan._perm = shape, perm
-        plan._out_shape = tuple(shape[p] for p in perm)
-        plan._n = prod(shape)
+    def _permute(self, shape, perm) -> None:
+        self._in_shape, self._perm = shape, perm
+        self._out_shape = tuple(shape[p] for p in perm)
+        self._n = prod(shape)
         xs = contiguous_strides(shape)
-        plan._sku = _select_sku(cls._op, desc.dtype, plan._arch, plan._out_shape,
-                                tuple(xs[p] for p in perm), contiguous_strides(plan._out_shape))
-        return plan
+        self._copy_sku(self._out_shape, tuple(xs[p] for p in perm),
+                       contiguous_strides(self._out_shape))
 
     def _pairs(self, args):
         x, out = self._io_views(args, self._in_shape, self._out_shape)
@@ -358,13 +334,11 @@ class PermuteBackwardPlan(PermutePlan):
     _op = "permute_backward"
     _io = ("dy", "dx")
 
-    @classmethod
-    def select(cls, desc: PermuteDescriptor, pref=None) -> "PermuteBackwardPlan":
-        pref = check_select(desc, pref, PermuteDescriptor, cls.__name__)
-        inv = [0] * len(desc.perm)
-        for i, p in enumerate(desc.perm):
+    def _plan(self) -> None:
+        inv = [0] * len(self.desc.perm)
+        for i, p in enumerate(self.desc.perm):
             inv[p] = i
-        return cls._make(desc, pref, desc.out_shape, tuple(inv))
+        self._permute(self.desc.out_shape, tuple(inv))
 
 
 # ============================================================================ Contiguize
@@ -378,7 +352,7 @@ class ContiguizeDescriptor:
 
     def __post_init__(self):
         object.__setattr__(self, "shape", check_shape(self.shape, "Contiguize"))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, _COPY_DTYPES, "Contiguize"))
+        object.__setattr__(self, "dtype", check_dtype(self.dtype, COPY_DTYPES, "Contiguize"))
 
 
 @dataclass
@@ -395,16 +369,14 @@ class ContiguizePlan(_CopyPlan):
     the strided copy; ``sku()`` reports the strided-copy SKU of a dense→dense copy (the view is
     unknown at select).  Exact, no workspace."""
 
-    @classmethod
-    def select(cls, desc: ContiguizeDescriptor, pref=None) -> "ContiguizePlan":
-        plan = begin_select(cls, desc, pref, ContiguizeDescriptor, plan_arch, "ContiguizePlan")
-        plan._n = prod(desc.shape)
-        cs = contiguous_strides(desc.shape)
-        g = strided_copy_geometry(desc.shape, cs, cs, desc.dtype.itemsize, 0, 0)
-        plan._sku = KernelSku(OpCategory.SHAPE, "contiguize", desc.dtype, plan._arch,
-                              BackendKind.CUTE_DSL, copy_precision(desc.dtype),
-                              template=rspec.STRIDED_COPY.name, knobs=freeze_knobs(g.knobs))
-        return plan
+    descriptor = ContiguizeDescriptor
+
+    def _plan(self) -> None:
+        d = self.desc
+        self._n = prod(d.shape)
+        cs = contiguous_strides(d.shape)
+        g = strided_copy_geometry(d.shape, cs, cs, d.dtype.itemsize, 0, 0)
+        self._sku = shape_sku(self, "contiguize", rspec.STRIDED_COPY, g.knobs)
 
     def _pairs(self, args):
         src, dst = self._src_dst(args)
@@ -464,7 +436,7 @@ class ConcatDescriptor:
         shapes, ax = _check_concat(self.shapes, self.axis, "Concat")
         object.__setattr__(self, "shapes", shapes)
         object.__setattr__(self, "axis", ax)
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, _COPY_DTYPES, "Concat"))
+        object.__setattr__(self, "dtype", check_dtype(self.dtype, COPY_DTYPES, "Concat"))
 
     @property
     def out_shape(self) -> Tuple[int, ...]:
@@ -495,17 +467,15 @@ class ConcatPlan(_CopyPlan):
     """One copy launch per non-empty input into its slice of out (strided destination); every
     dtype, exact, no workspace.  ``sku()``: the kernel of the first non-empty dense input."""
 
+    descriptor = ConcatDescriptor
     _op = "concat"
 
-    @classmethod
-    def select(cls, desc: ConcatDescriptor, pref=None) -> "ConcatPlan":
-        plan = begin_select(cls, desc, pref, ConcatDescriptor, plan_arch)
-        plan._out_shape = desc.out_shape
-        plan._n = prod(plan._out_shape)
-        first = next((s for s in desc.shapes if prod(s)), desc.shapes[0])
-        plan._sku = _select_sku(cls._op, desc.dtype, plan._arch, first, contiguous_strides(first),
-                                contiguous_strides(plan._out_shape))
-        return plan
+    def _plan(self) -> None:
+        d = self.desc
+        self._out_shape = d.out_shape
+        self._n = prod(self._out_shape)
+        first = next((s for s in d.shapes if prod(s)), d.shapes[0])
+        self._copy_sku(first, contiguous_strides(first), contiguous_strides(self._out_shape))
 
     def _parts(self, xs_obj, big_obj, big_name, parts_name):
         d = self.desc
@@ -569,7 +539,7 @@ class FlipDescriptor:
         shape = check_shape(self.shape, "Flip: x")
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "axes", norm_axes(self.axes, len(shape), "Flip"))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, _COPY_DTYPES, "Flip"))
+        object.__setattr__(self, "dtype", check_dtype(self.dtype, COPY_DTYPES, "Flip"))
 
 
 @dataclass
@@ -584,18 +554,16 @@ class FlipPlan(_CopyPlan):
     """out[c] = x[c with c_a → n_a − 1 − c_a for a in axes] (a copy of a negative-stride view of
     x; out dense); exact, no workspace."""
 
+    descriptor = FlipDescriptor
     _op = "flip"
 
-    @classmethod
-    def select(cls, desc: FlipDescriptor, pref=None) -> "FlipPlan":
-        plan = begin_select(cls, desc, pref, FlipDescriptor, plan_arch)
-        plan._n = prod(desc.shape)
-        cs = list(contiguous_strides(desc.shape))
-        for a in desc.axes:
+    def _plan(self) -> None:
+        d = self.desc
+        self._n = prod(d.shape)
+        cs = list(contiguous_strides(d.shape))
+        for a in d.axes:
             cs[a] = -cs[a]
-        plan._sku = _select_sku(cls._op, desc.dtype, plan._arch, desc.shape, tuple(cs),
-                                contiguous_strides(desc.shape))
-        return plan
+        self._copy_sku(d.shape, tuple(cs), contiguous_strides(d.shape))
 
     def _pairs(self, args):
         d = self.desc
@@ -683,7 +651,7 @@ class FillDescriptor:
 
     def __post_init__(self):
         object.__setattr__(self, "shape", check_shape(self.shape, "Fill"))
-        dt = check_dtype(self.dtype, _COPY_DTYPES, "Fill")
+        dt = check_dtype(self.dtype, COPY_DTYPES, "Fill")
         object.__setattr__(self, "dtype", dt)
         encode_fill_value(self.value, dt)
 
@@ -723,10 +691,8 @@ def fill_geometry(shape, strides, isz: int):
     span = sum((o - 1) * abs(s) for o, s in zip(cshape, cd))
     lim = 2**31 - 1 - lspec.FILL_THREADS * lspec.FILL_ILP
     wide = 0 if (n < lim and span < lim) else 1
-    rank = lspec.fill_rank_for(len(cshape))
-    pad = 8 - len(cshape)
-    dims = ((1,) * pad + tuple(cshape)) + ((0,) * pad + tuple(cd))
-    return dict(itemsize=isz, rank=rank, wide=wide), n, odd, dims
+    knobs = lspec.FillKnobs(itemsize=isz, rank=lspec.fill_rank_for(len(cshape)), wide=wide)
+    return knobs, n, odd, pad_dims(cshape, 1) + pad_dims(cd, 0)
 
 
 class FillPlan(Plan):
@@ -735,61 +701,51 @@ class FillPlan(Plan):
     elements as two 8-byte words).  Exact, no workspace.  ``sku()``: the fill-kernel SKU of a
     dense output (also reported when run would memset)."""
 
-    @classmethod
-    def select(cls, desc: FillDescriptor, pref=None) -> "FillPlan":
-        plan = begin_select(cls, desc, pref, FillDescriptor, plan_arch, "FillPlan")
-        plan._n = prod(desc.shape)
-        pat = desc.pattern
-        plan._pattern = pat
-        plan._memset = _memset_kind(pat)
-        if desc.dtype.itemsize == 16:
-            plan._v = (int.from_bytes(pat[:8], "little", signed=True),
+    descriptor = FillDescriptor
+
+    def _plan(self) -> None:
+        d = self.desc
+        self._n = prod(d.shape)
+        pat = d.pattern
+        self._pattern = pat
+        self._memset = _memset_kind(pat)
+        if d.dtype.itemsize == 16:
+            self._v = (int.from_bytes(pat[:8], "little", signed=True),
                        int.from_bytes(pat[8:], "little", signed=True))
         else:
             v = int.from_bytes(pat, "little", signed=True)
-            plan._v = (v, v)
-        knobs, _, _, _ = fill_geometry(desc.shape, contiguous_strides(desc.shape),
-                                       desc.dtype.itemsize)
-        plan._sku = KernelSku(OpCategory.SHAPE, "fill", desc.dtype, plan._arch,
-                              BackendKind.CUTE_DSL, copy_precision(desc.dtype),
-                              template=lspec.FILL.name, knobs=freeze_knobs(knobs))
-        return plan
+            self._v = (v, v)
+        knobs, _, _, _ = fill_geometry(d.shape, contiguous_strides(d.shape), d.dtype.itemsize)
+        self._sku = shape_sku(self, "fill", lspec.FILL, knobs)
 
     def is_empty(self) -> bool:
         return self._n == 0
 
-    def _view(self, args) -> TensorView:
+    def _bind(self, args) -> TensorView:
         d = self.desc
         out = view_arg(args.out, "out", shape=d.shape, dtype=d.dtype)
         check_no_self_overlap(out, "out")
         return out
 
-    def can_implement(self, args) -> None:
-        self._view(args)
+    def _memset_of(self, out: TensorView):
+        """(width, value) of the cuMemset that fills ``out``, or None (the fill kernel)."""
+        m = self._memset
+        return m if m is not None and out.is_contiguous() and out.ptr % m[0] == 0 else None
 
     def uses_memset(self, args) -> bool:
         """True when ``run(args)`` would use a cuMemset instead of the kernel."""
-        out = self._view(args)
-        return self._memset is not None and out.is_contiguous() and \
-            (out.ptr % self._memset[0] == 0)
+        return self._memset_of(self._bind(args)) is not None
 
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
-
-        out = self._view(args)
-        self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        h = stream_handle(stream)
-        if self._memset is not None and out.is_contiguous() and out.ptr % self._memset[0] == 0:
-            w, val = self._memset
-            _memset(out.ptr, w, val, out.numel * out.itemsize // w, h)
+    def _launch(self, out: TensorView, stream: int, ws) -> None:
+        m = self._memset_of(out)
+        if m is not None:
+            w, val = m
+            _memset(out.ptr, w, val, out.numel * out.itemsize // w, stream)
             return
         knobs, n, odd, dims = fill_geometry(out.shape, out.strides, out.itemsize)
-        kern = jit_kernel(lspec.FILL, freeze_knobs(knobs), out.device, self._arch)
-        per = lspec.FILL_THREADS * lspec.FILL_ILP
-        kern.launch(((n + per - 1) // per, 1, 1), [out.ptr, n, self._v[0], self._v[1], odd, *dims],
-                    h)
+        kern = self._kernel(lspec.FILL, knobs, out.device)
+        kern.launch((lspec.fill_blocks(n), 1, 1), [out.ptr, n, self._v[0], self._v[1], odd, *dims],
+                    stream)
 
 
 def _memset(ptr: int, width: int, value: int, count: int, stream: int) -> None:
@@ -814,7 +770,7 @@ class WriteSliceDescriptor:
 
     def __post_init__(self):
         object.__setattr__(self, "shape", check_shape(self.shape, "WriteSlice"))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, _COPY_DTYPES, "WriteSlice"))
+        object.__setattr__(self, "dtype", check_dtype(self.dtype, COPY_DTYPES, "WriteSlice"))
 
 
 @dataclass
@@ -831,13 +787,14 @@ class WriteSlicePlan(_CopyPlan):
     the unit dims differ, strided copy otherwise; exact, no workspace.  ``sku()``: the kernel
     of a dense → dense copy."""
 
-    @classmethod
-    def select(cls, desc: WriteSliceDescriptor, pref=None) -> "WriteSlicePlan":
-        plan = begin_select(cls, desc, pref, WriteSliceDescriptor, plan_arch, "WriteSlicePlan")
-        plan._n = prod(desc.shape)
-        cs = contiguous_strides(desc.shape)
-        plan._sku = _select_sku("write_slice", desc.dtype, plan._arch, desc.shape, cs, cs)
-        return plan
+    descriptor = WriteSliceDescriptor
+    _op = "write_slice"
+
+    def _plan(self) -> None:
+        d = self.desc
+        self._n = prod(d.shape)
+        cs = contiguous_strides(d.shape)
+        self._copy_sku(d.shape, cs, cs)
 
     def _pairs(self, args):
         src, dst = self._src_dst(args)
@@ -853,5 +810,5 @@ __all__ = [
     "ConcatBackwardPlan", "FlipDescriptor", "FlipArgs", "FlipPlan", "FlipBackwardArgs",
     "FlipBackwardPlan", "FillDescriptor", "FillArgs", "FillPlan", "WriteSliceDescriptor",
     "WriteSliceArgs", "WriteSlicePlan", "copy_kernel_for", "transpose_geometry",
-    "launch_copy", "check_no_self_overlap", "check_disjoint", "encode_fill_value",
+    "launch_copy", "enqueue_copy", "check_no_self_overlap", "check_disjoint", "encode_fill_value",
 ]

@@ -36,26 +36,24 @@ from typing import Tuple
 
 import numpy as np
 
-from ...dtypes import ALL_DTYPES, FP4, DType, bfloat16, float32, float64
+from ...dtypes import FP4, DType, bfloat16, float32
 from ...errors import InvalidProblemError, UnsupportedError
-from ...jit import freeze_knobs, kernel as jit_kernel
-from ...plan import (ViewsPlan, begin_select, check_dtype, check_select, new_plan, plan_arch, prod,
-                     view_arg)
+from ...plan import Plan, check_dtype, prod
 from ...tensor import TensorView, check_shape, contiguous_strides
+from .repeat import (COPY_DTYPES, StridedCopyArgs, StridedCopyDescriptor, StridedCopyPlan,
+                     dense_grad_views, io_views, pad_dims, shape_sku)
 from .specs import pad_bw2d as bw2d
 from .specs import remap as spec
-from ...vocabulary import BackendKind, KernelSku, OpCategory
-from .repeat import sum_precision, copy_precision, dense_grad_views
+from .specs import repeat as rspec
 
 __all__ = [
     "PAD_MODES", "PadDescriptor", "PadArgs", "PadPlan", "PadBackwardArgs", "PadBackwardPlan",
     "RollDescriptor", "RollArgs", "RollPlan", "RollBackwardArgs", "RollBackwardPlan",
     "TriDescriptor", "TriArgs", "TriPlan", "TriuPlan", "TrilPlan", "TriBackwardArgs",
-    "TriBackwardPlan", "pad_out_shape", "pad_source_index", "pads_from_torch",
+    "TriBackwardPlan", "PadTuning", "pad_out_shape", "pad_source_index", "pads_from_torch",
 ]
 
 PAD_MODES = spec.PAD_MODES
-_COPY_DTYPES = tuple(d for d in ALL_DTYPES if d.itemsize in spec.ITEMSIZES)
 _I32_SAFE = 2**31 - 1 - 4096
 _EXT_SAFE = 2**29
 
@@ -287,49 +285,41 @@ def _remap_geometry(mode: str, out_shape, in_shape, los, in_strides, isz: int, s
     span = sum((ei - 1) * abs(si) for ei, si in zip(e, s) if ei > 0)
     big = max([abs(x) for x in o + e + ll] + [abs(kd)])
     wide = 0 if (n < _I32_SAFE and span < _I32_SAFE and big < _EXT_SAFE) else 1
-    pad = 8 - len(o)
-    dims = ((1,) * pad + tuple(o) + (1,) * pad + tuple(e) + (0,) * pad + tuple(ll)
-            + (0,) * pad + tuple(s))
-    knobs = dict(itemsize=width, mode=mode, rank=rank, wide=wide, tile=tile)
+    dims = pad_dims(o, 1) + pad_dims(e, 1) + pad_dims(ll, 0) + pad_dims(s, 0)
+    knobs = spec.RemapKnobs(itemsize=width, mode=mode, rank=rank, wide=wide, tile=tile)
     return _RemapGeometry(knobs=knobs, dims=dims, nrows=nrows, ncb=ncb, grid=grid,
                           f0=_signed64(fill), f1=_signed64(fill >> 64), kd=kd, width=width, n=n)
 
 
-class _RemapPlan(ViewsPlan):
-    """Shared launch path: subclasses set ``_mode``, ``_in_shape``, ``_out_shape``, ``_los``,
-    ``_fill``, ``_kd``, ``_template`` and implement ``_views``."""
+class _RemapPlan(Plan):
+    """Shared plan and launch path of pad / roll / triu / tril (forward and backward): ``_plan``
+    sets ``_mode``, ``_in_shape``, ``_out_shape``, ``_los`` (and ``_fill``, ``_kd``) then calls
+    :meth:`_plan_remap`; ``_io`` names the Args fields (input any strides, output dense)."""
 
+    _template = spec.PAD
+    _io = ("x", "out")
     _fill = 0
     _kd = 0
 
-    def _primary(self) -> _RemapGeometry:
-        return _remap_geometry(self._mode, self._out_shape, self._in_shape, self._los,
-                               contiguous_strides(self._in_shape), self.desc.dtype.itemsize, 0, 0,
-                               self._fill, self._kd)
-
-    def _finish(self, op: str, desc_dtype: DType):
+    def _plan_remap(self, op: str) -> None:
         self._n = prod(self._out_shape)
-        geo = self._primary()
-        self._sku = KernelSku(OpCategory.SHAPE, op, desc_dtype, self._arch, BackendKind.CUTE_DSL,
-                              copy_precision(desc_dtype), template=self._template.name,
-                              knobs=freeze_knobs(geo.knobs))
-        return self
+        geo = _remap_geometry(self._mode, self._out_shape, self._in_shape, self._los,
+                              contiguous_strides(self._in_shape), self.desc.dtype.itemsize, 0, 0,
+                              self._fill, self._kd)
+        self._sku = shape_sku(self, op, self._template, geo.knobs)
 
-    def _io(self, x, out, xname: str, oname: str):
-        d = self.desc
-        xv = view_arg(x, xname, shape=self._in_shape, dtype=d.dtype)
-        ov = view_arg(out, oname, shape=self._out_shape, dtype=d.dtype, device=xv.device)
-        if ov.numel and not ov.is_contiguous():
-            raise UnsupportedError(f"{oname}: the output must be dense row-major (got strides "
-                                   f"{ov.strides} for shape {ov.shape}); strided outputs are not "
-                                   f"wired")
-        return xv, ov
+    def is_empty(self) -> bool:
+        return self._n == 0
 
-    def _run_views(self, src: TensorView, dst: TensorView, stream: int) -> None:
+    def _bind(self, args):
+        return io_views(self.desc, args, self._io, self._in_shape, self._out_shape)
+
+    def _launch(self, bound, stream: int, ws) -> None:
+        src, dst = bound
         geo = _remap_geometry(self._mode, self._out_shape, self._in_shape, self._los,
                               tuple(src.strides), src.itemsize, src.ptr % 16, dst.ptr % 16,
                               self._fill, self._kd)
-        kern = jit_kernel(self._template, freeze_knobs(geo.knobs), dst.device, self._arch)
+        kern = self._kernel(self._template, geo.knobs, dst.device)
         kern.launch((geo.grid, 1, 1), [src.ptr, dst.ptr, *geo.scalars()], stream)
 
 
@@ -355,7 +345,7 @@ class PadDescriptor:
         if self.mode not in PAD_MODES:
             raise InvalidProblemError(f"Pad: mode {self.mode!r} is not one of {', '.join(PAD_MODES)}")
         object.__setattr__(self, "pads", _check_pads(self.pads, shape, self.mode, "Pad"))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, _COPY_DTYPES, "Pad"))
+        object.__setattr__(self, "dtype", check_dtype(self.dtype, COPY_DTYPES, "Pad"))
         if self.mode == "constant":
             _fill_bits(self.value, self.dtype)
 
@@ -376,19 +366,15 @@ class PadPlan(_RemapPlan):
     """out = pad(x) (see the module doc for the modes); every dtype, bit-exact, deterministic;
     no workspace; x any strides, out dense."""
 
-    _template = spec.PAD
+    descriptor = PadDescriptor
 
-    @classmethod
-    def select(cls, desc: PadDescriptor, pref=None) -> "PadPlan":
-        plan = begin_select(cls, desc, pref, PadDescriptor, plan_arch, "PadPlan")
-        plan._mode = desc.mode
-        plan._in_shape, plan._out_shape = desc.shape, desc.out_shape
-        plan._los = tuple(lo for lo, _ in desc.pads)
-        plan._fill = _fill_bits(desc.value, desc.dtype) if desc.mode == "constant" else 0
-        return plan._finish("pad", desc.dtype)
-
-    def _views(self, args):
-        return self._io(args.x, args.out, "x", "out")
+    def _plan(self) -> None:
+        d = self.desc
+        self._mode = d.mode
+        self._in_shape, self._out_shape = d.shape, d.out_shape
+        self._los = tuple(lo for lo, _ in d.pads)
+        self._fill = _fill_bits(d.value, d.dtype) if d.mode == "constant" else 0
+        self._plan_remap("pad")
 
 
 @dataclass
@@ -418,10 +404,9 @@ def _bw_geometry(mode: str, in_shape, out_shape, los, dy_strides):
     if not dims:
         dims = [[1, 1, 0, 0, False]]
     rank = spec.bw_rank_for(len(dims))
-    pad = 8 - len(dims)
-    out = ((1,) * pad + tuple(d[0] for d in dims) + (1,) * pad + tuple(d[1] for d in dims)
-           + (0,) * pad + tuple(d[2] for d in dims) + (0,) * pad + tuple(d[3] for d in dims))
-    return rank, out
+    cols = list(zip(*dims))
+    return rank, (pad_dims(cols[0], 1) + pad_dims(cols[1], 1) + pad_dims(cols[2], 0)
+                  + pad_dims(cols[3], 0))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -458,7 +443,16 @@ def _bw2d_geometry(mode: str, in_shape, out_shape, los, dy_strides):
     return grid, (nrows, ncb, h, w, ph, pw, lh, lw, sb, sh, sw)
 
 
-class PadBackwardPlan(ViewsPlan):
+@dataclass(frozen=True)
+class PadTuning:
+    """Pad backward kernel choice (``PlanPreference(tuning=PadTuning(...))``): ``fast_2d=False``
+    runs the general ``pad_bw`` kernel where the ``pad_bw2d`` fast path would serve (same
+    summation order, the same bits: a comparison switch)."""
+
+    fast_2d: bool = True
+
+
+class PadBackwardPlan(Plan):
     """Gradient of pad: ``dx[i] = Σ_{p : map(p) = i} dy[p]`` (all padded dims in one pass, each
     element summing its sources in a fixed order: deterministic, no atomics, no workspace);
     f32/f16/bf16/f64 (f32 accumulation for half types, f64 for f64).  Constant mode with pads
@@ -467,60 +461,62 @@ class PadBackwardPlan(ViewsPlan):
     same bits) when dy's leading dims collapse into one batch stride and every offset fits
     Int32; anything else runs the general ``pad_bw`` kernel."""
 
-    @classmethod
-    def select(cls, desc: PadDescriptor, pref=None) -> "PadBackwardPlan":
-        pref = check_select(desc, pref, PadDescriptor, "PadBackwardPlan")
-        check_dtype(desc.dtype, FP4, "PadBackward")
-        plan = new_plan(cls, desc, pref, plan_arch)
-        plan._los = tuple(lo for lo, _ in desc.pads)
-        plan._out_shape = desc.out_shape
-        plan._n = prod(desc.shape)
-        plan._slice = desc.mode == "constant" and all(lo >= 0 and hi >= 0 for lo, hi in desc.pads)
-        rank, _ = _bw_geometry(desc.mode, desc.shape, plan._out_shape, plan._los,
-                               contiguous_strides(plan._out_shape))
-        plan._knobs = dict(dtype=desc.dtype.short, mode=desc.mode, rank=rank)
-        plan._fast = not plan._slice and _bw2d_geometry(
-            desc.mode, desc.shape, plan._out_shape, plan._los,
-            contiguous_strides(plan._out_shape)) is not None
-        if plan._slice:
-            from .specs import repeat as rspec
+    descriptor = PadDescriptor
 
-            plan._sku = KernelSku(OpCategory.SHAPE, "pad_backward", desc.dtype, plan._arch,
-                                  BackendKind.CUTE_DSL, copy_precision(desc.dtype),
-                                  template=rspec.STRIDED_COPY.name)
-        else:
-            tmpl, knobs = spec.PAD_BW.name, plan._knobs
-            if plan._fast:
-                tmpl, knobs = bw2d.PAD_BW2D.name, dict(dtype=desc.dtype.short, mode=desc.mode)
-            plan._sku = KernelSku(OpCategory.SHAPE, "pad_backward", desc.dtype, plan._arch,
-                                  BackendKind.CUTE_DSL, sum_precision(desc.dtype),
-                                  aux_element=float64 if desc.dtype == float64 else float32,
-                                  template=tmpl, knobs=freeze_knobs(knobs))
-        return plan
+    def _plan(self) -> None:
+        d = self.desc
+        check_dtype(d.dtype, FP4, "PadBackward")
+        self._los = tuple(lo for lo, _ in d.pads)
+        self._out_shape = d.out_shape
+        self._n = prod(d.shape)
+        dense = contiguous_strides(self._out_shape)
+        if d.mode == "constant" and all(lo >= 0 and hi >= 0 for lo, hi in d.pads):
+            # the gradient is the slice of dy the input was copied to
+            self._copy = StridedCopyPlan.select(StridedCopyDescriptor(d.shape, d.dtype), self.pref)
+            self._sku = shape_sku(self, "pad_backward", rspec.STRIDED_COPY)
+            return
+        self._copy = None
+        self._knobs = {}
+        self._knobs2d = None
+        fast = self.pref.tuning_for(PadTuning).fast_2d
+        if fast and _bw2d_geometry(d.mode, d.shape, self._out_shape, self._los, dense) is not None:
+            self._knobs2d = bw2d.PadBw2dKnobs(dtype=d.dtype.short, mode=d.mode)
+            self._sku = shape_sku(self, "pad_backward", bw2d.PAD_BW2D, self._knobs2d, summed=True)
+            return
+        rank, _ = _bw_geometry(d.mode, d.shape, self._out_shape, self._los, dense)
+        self._sku = shape_sku(self, "pad_backward", spec.PAD_BW, self._rank_knobs(rank),
+                              summed=True)
 
-    def _views(self, args):
+    def _rank_knobs(self, rank: int) -> spec.PadBwKnobs:
+        k = self._knobs.get(rank)
+        if k is None:
+            d = self.desc
+            k = self._knobs[rank] = spec.PadBwKnobs(dtype=d.dtype.short, mode=d.mode, rank=rank)
+        return k
+
+    def is_empty(self) -> bool:
+        return self._n == 0
+
+    def _bind(self, args):
         return dense_grad_views(self.desc, args, self._out_shape)
 
-    def _run_views(self, dy: TensorView, dx: TensorView, stream: int) -> None:
+    def _launch(self, bound, stream: int, ws) -> None:
+        dy, dx = bound
         d = self.desc
-        if self._slice:
-            from .repeat import strided_copy
-
+        if self._copy is not None:
             off = sum(lo * s for lo, s in zip(self._los, dy.strides))
             src = TensorView(dy.ptr + off * dy.itemsize, d.shape, dy.strides, d.dtype, dy.device,
                              owner=dy.owner)
-            strided_copy(src, dx, stream=stream)
+            self._copy.run(StridedCopyArgs(src, dx), stream)
             return
-        if self._fast:
+        if self._knobs2d is not None:
             g = _bw2d_geometry(d.mode, d.shape, self._out_shape, self._los, tuple(dy.strides))
             if g is not None:
-                knobs = freeze_knobs(dict(dtype=d.dtype.short, mode=d.mode))
-                kern = jit_kernel(bw2d.PAD_BW2D, knobs, dx.device, self._arch)
+                kern = self._kernel(bw2d.PAD_BW2D, self._knobs2d, dx.device)
                 kern.launch((g[0], 1, 1), [dy.ptr, dx.ptr, *g[1]], stream)
                 return
         rank, dims = _bw_geometry(d.mode, d.shape, self._out_shape, self._los, tuple(dy.strides))
-        knobs = freeze_knobs(dict(dtype=d.dtype.short, mode=d.mode, rank=rank))
-        kern = jit_kernel(spec.PAD_BW, knobs, dx.device, self._arch)
+        kern = self._kernel(spec.PAD_BW, self._rank_knobs(rank), dx.device)
         t = spec.BW_THREADS
         kern.launch(((self._n + t - 1) // t, 1, 1), [dy.ptr, dx.ptr, self._n, *dims], stream)
 
@@ -552,7 +548,7 @@ class RollDescriptor:
         shape = check_shape(self.shape, "Roll: x")
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "shifts", _check_shifts(self.shifts, len(shape), "Roll"))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, _COPY_DTYPES, "Roll"))
+        object.__setattr__(self, "dtype", check_dtype(self.dtype, COPY_DTYPES, "Roll"))
 
     @property
     def out_shape(self) -> Tuple[int, ...]:
@@ -579,31 +575,24 @@ class RollPlan(_RemapPlan):
     """torch.roll: ``out[c] = x[(c - shift) mod n]`` per dim (circular remap); every dtype,
     bit-exact; no workspace; x any strides, out dense."""
 
-    _template = spec.PAD
+    descriptor = RollDescriptor
     _mode = "circular"
     _sign = 1
 
-    @classmethod
-    def select(cls, desc: RollDescriptor, pref=None) -> "RollPlan":
-        pref = check_select(desc, pref, RollDescriptor, cls.__name__)
-        if cls._sign < 0:
-            check_dtype(desc.dtype, FP4, "RollBackward")
-        plan = new_plan(cls, desc, pref, plan_arch)
-        plan._in_shape = plan._out_shape = desc.shape
-        plan._los = tuple((cls._sign * s) % n if n else 0 for s, n in zip(desc.shifts, desc.shape))
-        return plan._finish("roll" if cls._sign > 0 else "roll_backward", desc.dtype)
-
-    def _views(self, args):
-        return self._io(args.x, args.out, "x", "out")
+    def _plan(self) -> None:
+        d = self.desc
+        if self._sign < 0:
+            check_dtype(d.dtype, FP4, "RollBackward")
+        self._in_shape = self._out_shape = d.shape
+        self._los = tuple((self._sign * s) % n if n else 0 for s, n in zip(d.shifts, d.shape))
+        self._plan_remap("roll" if self._sign > 0 else "roll_backward")
 
 
 class RollBackwardPlan(RollPlan):
     """Gradient of roll: ``dx = roll(dy, -shifts)`` (same kernel; f32/f16/bf16/f64, exact)."""
 
     _sign = -1
-
-    def _views(self, args):
-        return self._io(args.dy, args.dx, "dy", "dx")
+    _io = ("dy", "dx")
 
 
 # ============================================================================ triu / tril
@@ -626,7 +615,7 @@ class TriDescriptor:
             raise InvalidProblemError(f"triu/tril: k must be an int, got {self.k!r}")
         object.__setattr__(self, "k", int(self.k))
         object.__setattr__(self, "upper", bool(self.upper))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, _COPY_DTYPES, "Tri"))
+        object.__setattr__(self, "dtype", check_dtype(self.dtype, COPY_DTYPES, "Tri"))
 
     @property
     def out_shape(self) -> Tuple[int, ...]:
@@ -653,30 +642,24 @@ class TriPlan(_RemapPlan):
     """``out = triu(x, k)`` if ``desc.upper`` else ``tril(x, k)``: masked copy, every dtype,
     bit-exact, masked elements never read; no workspace; x any strides, out dense."""
 
+    descriptor = TriDescriptor
     _template = spec.TRI
     _upper = None
     _backward = False
 
-    @classmethod
-    def select(cls, desc: TriDescriptor, pref=None) -> "TriPlan":
-        pref = check_select(desc, pref, TriDescriptor, cls.__name__)
-        if cls._upper is not None and desc.upper != cls._upper:
-            raise InvalidProblemError(f"{cls.__name__} needs TriDescriptor(upper={cls._upper})")
-        if cls._backward:
-            check_dtype(desc.dtype, FP4, "TriBackward")
-        plan = new_plan(cls, desc, pref, plan_arch)
-        plan._mode = "triu" if desc.upper else "tril"
-        plan._in_shape = plan._out_shape = desc.shape
-        plan._los = (0,) * len(desc.shape)
-        rows, cols = desc.shape[-2], desc.shape[-1]
-        plan._kd = max(-rows - 1, min(cols + 1, desc.k))   # same mask, fits Int32 math
-        op = plan._mode + ("_backward" if cls._backward else "")
-        return plan._finish(op, desc.dtype)
-
-    def _views(self, args):
+    def _plan(self) -> None:
+        d = self.desc
+        name = type(self).__name__
+        if self._upper is not None and d.upper != self._upper:
+            raise InvalidProblemError(f"{name} needs TriDescriptor(upper={self._upper})")
         if self._backward:
-            return self._io(args.dy, args.dx, "dy", "dx")
-        return self._io(args.x, args.out, "x", "out")
+            check_dtype(d.dtype, FP4, "TriBackward")
+        self._mode = "triu" if d.upper else "tril"
+        self._in_shape = self._out_shape = d.shape
+        self._los = (0,) * len(d.shape)
+        rows, cols = d.shape[-2], d.shape[-1]
+        self._kd = max(-rows - 1, min(cols + 1, d.k))   # same mask, fits Int32 math
+        self._plan_remap(self._mode + ("_backward" if self._backward else ""))
 
 
 class TriuPlan(TriPlan):
@@ -696,4 +679,5 @@ class TriBackwardPlan(TriPlan):
     args ``TriBackwardArgs(dy, dx)``)."""
 
     _backward = True
+    _io = ("dy", "dx")
 

@@ -27,15 +27,14 @@ from typing import Tuple
 
 from ...dtypes import ALL_DTYPES, FP4, DType, float32, float64
 from ...errors import InvalidProblemError, UnsupportedError
-from ...jit import freeze_knobs, kernel as jit_kernel
-from ...plan import (ViewsPlan, check_dtype, check_select, collapse_dims, new_plan, plan_arch, prod,
-                     resolve_pref, view_arg)
+from ...jit import freeze_knobs
+from ...plan import Plan, check_dtype, collapse_dims, prod, view_arg
 from ...tensor import MAX_RANK, TensorView, check_shape, contiguous_strides
-from .specs import repeat as spec
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from .specs import repeat as spec
 
 _I32_LIMIT = 2**31 - 1 - spec.COPY_THREADS * spec.COPY_ILP
-_COPY_DTYPES = tuple(d for d in ALL_DTYPES if d.itemsize in spec.ITEMSIZES)
+COPY_DTYPES = tuple(d for d in ALL_DTYPES if d.itemsize in spec.ITEMSIZES)
 
 
 def _check_repeats(repeats, rank: int, what: str) -> Tuple[int, ...]:
@@ -65,8 +64,8 @@ def repeat_out_shape(shape, repeats) -> Tuple[int, ...]:
 
 # ------------------------------------------------------------------------ copy geometry
 class _CopyGeometry:
-    """Kernel knobs and the 24 dim scalars of one strided-copy launch (memoised by shapes,
-    strides and pointer alignment)."""
+    """Kernel knobs (:class:`~.specs.repeat.CopyKnobs`) and the 32 dim scalars of one
+    strided-copy launch (memoised by shapes, strides and pointer alignment)."""
 
     __slots__ = ("knobs", "dims", "n", "width")
     # dims: 8 output extents, 8 input extents (mod form), 8 src strides, 8 dst strides
@@ -98,10 +97,26 @@ def _widen(shape, strides, isz: int, src_mod: int, dst_mod: int, dst_strides=Non
     return done(tuple(shape), sets, isz)
 
 
+def pad_dims(xs, fill, k: int = 8) -> Tuple[int, ...]:
+    """``xs`` padded in front with ``fill`` to ``k`` entries (the kernels' fixed dim groups)."""
+    xs = tuple(xs)
+    return (fill,) * (k - len(xs)) + xs
+
+
+def _geometry(o, e, s_, d_, n: int, span: int, width: int, rank: int) -> _CopyGeometry:
+    """The launch of ``n`` words: out extents ``o``, input extents ``e`` (mod form), source and
+    destination strides; Int32 math when ``n`` and the offset ``span`` fit."""
+    if spec.copy_blocks(n) > 2**31 - 1:
+        raise UnsupportedError(f"strided copy of {n} words exceeds the grid limit")
+    wide = 0 if (n < _I32_LIMIT and span < _I32_LIMIT) else 1
+    dims = pad_dims(o, 1) + pad_dims(e, 1) + pad_dims(s_, 0) + pad_dims(d_, 0)
+    return _CopyGeometry(spec.CopyKnobs(itemsize=width, rank=rank, wide=wide), dims, n, width)
+
+
 @functools.lru_cache(maxsize=1024)
 def _copy_geometry(in_shape, in_strides, reps, isz: int, src_mod: int, dst_mod: int) -> _CopyGeometry:
-    """Strided-copy geometry of ``x.repeat(reps)`` (plain copy when every repeat is 1).
-    ``src_mod``/``dst_mod``: the pointers modulo 16."""
+    """Strided-copy geometry of ``x.repeat(reps)`` (plain copy when every repeat is 1) into a
+    dense output.  ``src_mod``/``dst_mod``: the pointers modulo 16."""
     k = len(reps)
     shp = (1,) * (k - len(in_shape)) + tuple(in_shape)
     st = (0,) * (k - len(in_strides)) + tuple(in_strides)
@@ -111,15 +126,13 @@ def _copy_geometry(in_shape, in_strides, reps, isz: int, src_mod: int, dst_mod: 
         bshape += [r, a]
         bstr += [0, s]
     cshape, cstr = collapse_dims(bshape, bstr)
-    mod_form = len(cshape) > MAX_RANK
-    if mod_form:
+    if len(cshape) > MAX_RANK:
         # torch-repeat form: per-dim out extent, input extent (coordinate mod), input stride
         dims = [(r * a, a, s) for r, a, s in zip(reps, shp, st) if r * a != 1]
         o = tuple(d[0] for d in dims)
         e = tuple(d[1] for d in dims)
         s_ = tuple(d[2] for d in dims)
-        width = isz
-        rank = 8
+        width, rank = isz, 8
         span = sum((ei - 1) * abs(si) for ei, si in zip(e, s_))
     else:
         o, s_, width = _widen(tuple(cshape), tuple(cstr), isz, src_mod, dst_mod)
@@ -127,13 +140,7 @@ def _copy_geometry(in_shape, in_strides, reps, isz: int, src_mod: int, dst_mod: 
         n = n * isz // width
         rank = spec.copy_rank_for(len(o))
         span = sum((oi - 1) * abs(si) for oi, si in zip(o, s_))
-    if (n + spec.COPY_THREADS * spec.COPY_ILP - 1) // (spec.COPY_THREADS * spec.COPY_ILP) > 2**31 - 1:
-        raise UnsupportedError(f"strided copy of {n} words exceeds the grid limit")
-    wide = 0 if (n < _I32_LIMIT and span < _I32_LIMIT) else 1
-    pad = 8 - len(o)
-    dims = (((1,) * pad + tuple(o)) + ((1,) * pad + tuple(e)) + ((0,) * pad + tuple(s_))
-            + ((0,) * pad + contiguous_strides(o)))
-    return _CopyGeometry(dict(itemsize=width, rank=rank, wide=wide), dims, n, width)
+    return _geometry(o, e, s_, contiguous_strides(o), n, span, width, rank)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -145,15 +152,9 @@ def strided_copy_geometry(shape, src_strides, dst_strides, isz: int, src_mod: in
     cshape, cs, cd = collapse_dims(shape, src_strides, dst_strides)
     o, s_, d_, width = _widen(tuple(cshape), tuple(cs), isz, src_mod, dst_mod, tuple(cd))
     n = prod(shape) * isz // width
-    if (n + spec.COPY_THREADS * spec.COPY_ILP - 1) // (spec.COPY_THREADS * spec.COPY_ILP) > 2**31 - 1:
-        raise UnsupportedError(f"strided copy of {n} words exceeds the grid limit")
     span = sum((oi - 1) * max(abs(si), abs(di)) for oi, si, di in zip(o, s_, d_))
-    wide = 0 if (n < _I32_LIMIT and span < _I32_LIMIT) else 1
     # (rank-8 SKU for collapsed rank 5-8: its per-dim ``mod e`` is the identity with e = o)
-    rank = spec.copy_rank_for(len(o))
-    pad = 8 - len(o)
-    dims = (((1,) * pad + tuple(o)) * 2 + ((0,) * pad + tuple(s_)) + ((0,) * pad + tuple(d_)))
-    return _CopyGeometry(dict(itemsize=width, rank=rank, wide=wide), dims, n, width)
+    return _geometry(o, o, s_, d_, n, span, width, spec.copy_rank_for(len(o)))
 
 
 def copy_precision(dt: DType) -> PrecisionGuarantee:
@@ -162,28 +163,70 @@ def copy_precision(dt: DType) -> PrecisionGuarantee:
                               deterministic=True)
 
 
-class _CopyPlanBase(ViewsPlan):
-    """Shared launch path of RepeatPlan and StridedCopyPlan."""
+def sum_precision(dt: DType) -> PrecisionGuarantee:
+    """Precision contract of a fixed-order sum (repeat / pad backward): f32 accumulation (f64
+    for f64), deterministic and bit-stable."""
+    ct = float64 if dt == float64 else float32
+    return PrecisionGuarantee(math_precision=ct, accumulator=ct, bit_stable_on_same_hardware=True,
+                              deterministic=True)
 
-    def _primary(self, in_shape, reps, dt) -> _CopyGeometry:
-        return _copy_geometry(tuple(in_shape), contiguous_strides(in_shape), tuple(reps),
-                              dt.itemsize, 0, 0)
 
-    def _launch_copy(self, src: TensorView, dst: TensorView, reps, stream: int) -> None:
-        geo = _copy_geometry(src.shape, src.strides, reps, src.itemsize, src.ptr % 16,
+def shape_sku(plan: Plan, op: str, template, knobs=None, *, summed: bool = False) -> KernelSku:
+    """The KernelSku of a shape-family plan: ``template``'s SKU ``knobs`` (None: not known at
+    select) for ``plan.desc.dtype`` on ``plan._arch``; a copy (exact) or, with ``summed``, a
+    fixed-order sum in the accumulator type (:func:`sum_precision`)."""
+    dt = plan.desc.dtype
+    pg = sum_precision(dt) if summed else copy_precision(dt)
+    aux = pg.accumulator if summed else None
+    return KernelSku(OpCategory.SHAPE, op, dt, plan._arch, BackendKind.CUTE_DSL, pg,
+                     aux_element=aux, template=template.name,
+                     knobs=() if knobs is None else freeze_knobs(knobs))
+
+
+def check_dense(v: TensorView, name: str) -> TensorView:
+    """UnsupportedError unless the output view ``v`` is dense row-major (or empty)."""
+    if v.numel and not v.is_contiguous():
+        raise UnsupportedError(f"{name}: must be dense row-major (got strides {v.strides} for "
+                               f"shape {v.shape}); write strided outputs through WriteSlicePlan")
+    return v
+
+
+def io_views(desc, args, names, in_shape, out_shape) -> Tuple[TensorView, TensorView]:
+    """The (input, dense output) views of the Args fields ``names`` (both ``desc.dtype``, the
+    input any strides, the output on the input's device)."""
+    a, b = names
+    x = view_arg(getattr(args, a), a, shape=in_shape, dtype=desc.dtype)
+    out = view_arg(getattr(args, b), b, shape=out_shape, dtype=desc.dtype, device=x.device)
+    return x, check_dense(out, b)
+
+
+class _CopyPlanBase(Plan):
+    """Shared plan and launch path of RepeatPlan and StridedCopyPlan: the strided copy of the
+    broadcast view ``x.repeat(self._reps)`` (every repeat 1: a plain copy)."""
+
+    _op = ""
+    _io = ("x", "out")
+
+    def _plan_copy(self, shape, reps) -> None:
+        self._reps = reps
+        self._out_shape = repeat_out_shape(shape, reps)
+        self._n = prod(self._out_shape)
+        geo = _copy_geometry(shape, contiguous_strides(shape), reps, self.desc.dtype.itemsize,
+                             0, 0)
+        self._sku = shape_sku(self, self._op, spec.STRIDED_COPY, geo.knobs)
+
+    def is_empty(self) -> bool:
+        return self._n == 0
+
+    def _bind(self, args):
+        return io_views(self.desc, args, self._io, self.desc.shape, self._out_shape)
+
+    def _launch(self, bound, stream: int, ws) -> None:
+        src, dst = bound
+        geo = _copy_geometry(src.shape, src.strides, self._reps, src.itemsize, src.ptr % 16,
                              dst.ptr % 16)
-        kern = jit_kernel(spec.STRIDED_COPY, freeze_knobs(geo.knobs), src.device, self._arch)
-        per = spec.COPY_THREADS * spec.COPY_ILP
-        kern.launch(((geo.n + per - 1) // per, 1, 1), [src.ptr, dst.ptr, geo.n, *geo.dims], stream)
-
-    def _run_views(self, src: TensorView, dst: TensorView, stream: int) -> None:
-        self._launch_copy(src, dst, self._reps, stream)
-
-    def _check_dst(self, dst: TensorView, name: str) -> None:
-        if dst.numel and not dst.is_contiguous():
-            raise UnsupportedError(f"{name}: the output must be dense row-major (got strides "
-                                   f"{dst.strides} for shape {dst.shape}); strided outputs are "
-                                   f"not wired")
+        kern = self._kernel(spec.STRIDED_COPY, geo.knobs, src.device)
+        kern.launch((spec.copy_blocks(geo.n), 1, 1), [src.ptr, dst.ptr, geo.n, *geo.dims], stream)
 
 
 # =============================================================================== Repeat
@@ -199,7 +242,7 @@ class RepeatDescriptor:
     def __post_init__(self):
         object.__setattr__(self, "shape", tuple(self.shape))
         object.__setattr__(self, "repeats", tuple(self.repeats))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, _COPY_DTYPES, "Repeat"))
+        object.__setattr__(self, "dtype", check_dtype(self.dtype, COPY_DTYPES, "Repeat"))
 
     @property
     def out_shape(self) -> Tuple[int, ...]:
@@ -214,32 +257,21 @@ class RepeatArgs:
     out: object
 
 
+def _repeat_problem(desc, what: str):
+    """(x shape, repeats) of a Repeat / RepeatBackward descriptor, checked."""
+    shape = check_shape(desc.shape, f"{what}: x")
+    return shape, _check_repeats(desc.repeats, len(shape), what)
+
+
 class RepeatPlan(_CopyPlanBase):
     """torch.Tensor.repeat: out[c] = x[c mod x.shape] (out dense, x any strides, rank ≤ 8).
     Every dtype, bit-exact; no workspace; deterministic."""
 
-    @classmethod
-    def select(cls, desc: RepeatDescriptor, pref=None) -> "RepeatPlan":
-        pref = check_select(desc, pref, RepeatDescriptor, "RepeatPlan")
-        shape = check_shape(desc.shape, "Repeat: x")
-        reps = _check_repeats(desc.repeats, len(shape), "Repeat")
-        plan = new_plan(cls, desc, pref, plan_arch)
-        arch = plan._arch
-        plan._reps = reps
-        plan._out_shape = repeat_out_shape(shape, reps)
-        plan._n = prod(plan._out_shape)
-        geo = plan._primary(shape, reps, desc.dtype)
-        plan._sku = KernelSku(OpCategory.SHAPE, "repeat", desc.dtype, arch, BackendKind.CUTE_DSL,
-                              copy_precision(desc.dtype), template=spec.STRIDED_COPY.name,
-                              knobs=freeze_knobs(geo.knobs))
-        return plan
+    descriptor = RepeatDescriptor
+    _op = "repeat"
 
-    def _views(self, args):
-        d = self.desc
-        x = view_arg(args.x, "x", shape=d.shape, dtype=d.dtype)
-        out = view_arg(args.out, "out", shape=self._out_shape, dtype=d.dtype, device=x.device)
-        self._check_dst(out, "out")
-        return x, out
+    def _plan(self) -> None:
+        self._plan_copy(*_repeat_problem(self.desc, "Repeat"))
 
 
 # =========================================================================== StridedCopy
@@ -252,7 +284,7 @@ class StridedCopyDescriptor:
 
     def __post_init__(self):
         object.__setattr__(self, "shape", tuple(self.shape))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, _COPY_DTYPES, "StridedCopy"))
+        object.__setattr__(self, "dtype", check_dtype(self.dtype, COPY_DTYPES, "StridedCopy"))
 
 
 @dataclass
@@ -267,25 +299,13 @@ class StridedCopyPlan(_CopyPlanBase):
     """Copy a strided view into a dense tensor ("contiguize"); every dtype, bit-exact; no
     workspace.  Same kernel as RepeatPlan with every repeat 1."""
 
-    @classmethod
-    def select(cls, desc: StridedCopyDescriptor, pref=None) -> "StridedCopyPlan":
-        pref = resolve_pref(pref)
-        shape = check_shape(desc.shape, "StridedCopy")
-        plan = new_plan(cls, desc, pref, plan_arch)
-        arch = plan._arch
-        plan._reps, plan._n = (1,) * len(shape), prod(shape)
-        geo = plan._primary(shape, plan._reps, desc.dtype)
-        plan._sku = KernelSku(OpCategory.SHAPE, "strided_copy", desc.dtype, arch,
-                              BackendKind.CUTE_DSL, copy_precision(desc.dtype),
-                              template=spec.STRIDED_COPY.name, knobs=freeze_knobs(geo.knobs))
-        return plan
+    descriptor = StridedCopyDescriptor
+    _op = "strided_copy"
+    _io = ("src", "dst")
 
-    def _views(self, args):
-        d = self.desc
-        src = view_arg(args.src, "src", shape=d.shape, dtype=d.dtype)
-        dst = view_arg(args.dst, "dst", shape=d.shape, dtype=d.dtype, device=src.device)
-        self._check_dst(dst, "dst")
-        return src, dst
+    def _plan(self) -> None:
+        shape = check_shape(self.desc.shape, "StridedCopy")
+        self._plan_copy(shape, (1,) * len(shape))
 
 
 def strided_copy(src, dst, stream=None) -> None:
@@ -333,11 +353,11 @@ class RepeatBackwardArgs:
 
 @functools.lru_cache(maxsize=1024)
 def _bw_geometry(in_shape, reps, dy_strides):
+    """(rank knob, 32 dim scalars: kept extents, their dy strides, repeat extents, their dy
+    strides) of one repeat_bw launch."""
     k = len(reps)
     shp = (1,) * (k - len(in_shape)) + tuple(in_shape)
-    keep = collapse_dims(shp, contiguous_strides(shp),
-                         tuple(t for t in dy_strides))
-    kshape, _, kstr = keep
+    kshape, _, kstr = collapse_dims(shp, contiguous_strides(shp), tuple(dy_strides))
     if not kshape:
         kshape, kstr = (1,), (0,)
     rshape, rstr = collapse_dims(reps, tuple(t * a for t, a in zip(dy_strides, shp)))
@@ -354,50 +374,40 @@ def _bw_geometry(in_shape, reps, dy_strides):
 def dense_grad_views(desc, args, dy_shape):
     """The (dy, dx) views of a backward plan's Args: ``dy`` of ``dy_shape`` (any strides),
     ``dx`` dense row-major of ``desc.shape`` (both ``desc.dtype``)."""
-    dy = view_arg(args.dy, "dy", shape=dy_shape, dtype=desc.dtype)
-    dx = view_arg(args.dx, "dx", shape=desc.shape, dtype=desc.dtype, device=dy.device)
-    if dx.numel and not dx.is_contiguous():
-        raise UnsupportedError(f"dx: must be dense row-major (got strides {dx.strides}); "
-                               f"strided gradients are not wired")
-    return dy, dx
+    return io_views(desc, args, ("dy", "dx"), dy_shape, desc.shape)
 
 
-def sum_precision(dt: DType) -> PrecisionGuarantee:
-    """Precision contract of a fixed-order sum (repeat / pad backward): f32 accumulation (f64
-    for f64), deterministic and bit-stable."""
-    ct = float64 if dt == float64 else float32
-    return PrecisionGuarantee(math_precision=ct, accumulator=ct, bit_stable_on_same_hardware=True,
-                              deterministic=True)
-
-
-class RepeatBackwardPlan(ViewsPlan):
+class RepeatBackwardPlan(Plan):
     """Gradient of repeat: dx[i] = Σ_tiles dy (f32/f16/bf16/f64; f32 accumulation for half
     types, f64 for f64); fixed summation order (deterministic, no atomics); no workspace."""
 
-    @classmethod
-    def select(cls, desc: RepeatBackwardDescriptor, pref=None) -> "RepeatBackwardPlan":
-        pref = resolve_pref(pref)
-        shape = check_shape(desc.shape, "RepeatBackward: x")
-        reps = _check_repeats(desc.repeats, len(shape), "RepeatBackward")
-        plan = new_plan(cls, desc, pref, plan_arch)
-        arch = plan._arch
-        plan._reps, plan._shape = reps, shape
-        plan._dy_shape = repeat_out_shape(shape, reps)
-        plan._n = prod(shape)
-        rank, _ = _bw_geometry(shape, reps, contiguous_strides(plan._dy_shape))
-        knobs = dict(dtype=desc.dtype.short, rank=rank)
-        plan._sku = KernelSku(OpCategory.SHAPE, "repeat_backward", desc.dtype, arch,
-                              BackendKind.CUTE_DSL, sum_precision(desc.dtype),
-                              aux_element=float64 if desc.dtype == float64 else float32,
-                              template=spec.REPEAT_BW.name, knobs=freeze_knobs(knobs))
-        return plan
+    descriptor = RepeatBackwardDescriptor
 
-    def _views(self, args):
+    def _plan(self) -> None:
+        shape, reps = _repeat_problem(self.desc, "RepeatBackward")
+        self._reps, self._shape = reps, shape
+        self._dy_shape = repeat_out_shape(shape, reps)
+        self._n = prod(shape)
+        self._knobs = {}
+        rank, _ = _bw_geometry(shape, reps, contiguous_strides(self._dy_shape))
+        self._sku = shape_sku(self, "repeat_backward", spec.REPEAT_BW, self._rank_knobs(rank),
+                              summed=True)
+
+    def _rank_knobs(self, rank: int) -> spec.RepeatBwKnobs:
+        k = self._knobs.get(rank)
+        if k is None:
+            k = self._knobs[rank] = spec.RepeatBwKnobs(dtype=self.desc.dtype.short, rank=rank)
+        return k
+
+    def is_empty(self) -> bool:
+        return self._n == 0
+
+    def _bind(self, args):
         return dense_grad_views(self.desc, args, self._dy_shape)
 
-    def _run_views(self, dy: TensorView, dx: TensorView, stream: int) -> None:
+    def _launch(self, bound, stream: int, ws) -> None:
+        dy, dx = bound
         rank, dims = _bw_geometry(self._shape, self._reps, tuple(dy.strides))
-        knobs = freeze_knobs(dict(dtype=self.desc.dtype.short, rank=rank))
-        kern = jit_kernel(spec.REPEAT_BW, knobs, dx.device, self._arch)
+        kern = self._kernel(spec.REPEAT_BW, self._rank_knobs(rank), dx.device)
         t = spec.BW_THREADS
         kern.launch(((self._n + t - 1) // t, 1, 1), [dy.ptr, dx.ptr, self._n, *dims], stream)

@@ -11,28 +11,20 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
-THREADS = 256
-ILP = 4
-WORD = {1: cutlass.Uint8, 2: cutlass.Uint16, 4: cutlass.Uint32, 8: cutlass.Uint64}
+from ..specs.layout import FILL_ILP as ILP, FILL_THREADS as THREADS, FillKnobs
+from .words import WORD, example_args, gmem_ptr, groups, split_stream
 
 
-def build(knobs: dict):
-    isz = int(knobs["itemsize"])
-    R = int(knobs["rank"])
-    wide = int(knobs["wide"])
+def build(knobs: FillKnobs):
+    isz = knobs.itemsize
+    R = knobs.rank
     W = WORD[isz]
-    I = Int64 if wide else Int32
+    I = Int64 if knobs.wide else Int32
 
     @cute.kernel
-    def kernel(pdst: cute.Pointer, n: Int64, v0: Int64, v1: Int64, odd: Int64,
-               o0: Int64, o1: Int64, o2: Int64, o3: Int64, o4: Int64, o5: Int64, o6: Int64,
-               o7: Int64,
-               d0: Int64, d1: Int64, d2: Int64, d3: Int64, d4: Int64, d5: Int64, d6: Int64,
-               d7: Int64):
+    def kernel(pdst: cute.Pointer, n: Int64, v0: Int64, v1: Int64, odd: Int64, oo, dd):
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
-        oo = [o0, o1, o2, o3, o4, o5, o6, o7]
-        dd = [d0, d1, d2, d3, d4, d5, d6, d7]
         ext = [I(oo[8 - R + d]) for d in range(R)]
         st = [I(dd[8 - R + d]) for d in range(R)]
         w0 = W(cutlass.Uint64(v0))
@@ -54,18 +46,10 @@ def build(knobs: dict):
                 g[0] = cutlass.select_((i & oddm) != I(0), w1, w0)
 
     @cute.jit
-    def launch(pdst: cute.Pointer, n: Int64, v0: Int64, v1: Int64, odd: Int64,
-               o0: Int64, o1: Int64, o2: Int64, o3: Int64, o4: Int64, o5: Int64, o6: Int64,
-               o7: Int64,
-               d0: Int64, d1: Int64, d2: Int64, d3: Int64, d4: Int64, d5: Int64, d6: Int64,
-               d7: Int64, stream):
-        kernel(pdst, n, v0, v1, odd, o0, o1, o2, o3, o4, o5, o6, o7,
-               d0, d1, d2, d3, d4, d5, d6, d7).launch(
+    def launch(pdst: cute.Pointer, n: Int64, v0: Int64, v1: Int64, odd: Int64, *rest):
+        dims, stream = split_stream(rest)
+        kernel(pdst, n, v0, v1, odd, *groups(dims)).launch(
             grid=[Int32((n + THREADS * ILP - 1) // (THREADS * ILP)), 1, 1],
             block=[THREADS, 1, 1], smem=0, stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
-    args = [make_ptr(W, 16, cute.AddressSpace.gmem, assumed_align=isz)] + \
-        [Int64(1)] * 20 + [make_fake_stream()]
-    return launch, args
+    return launch, example_args([gmem_ptr(W, isz)], 20)

@@ -25,25 +25,17 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
-THREADS = 256
-WORD = {1: cutlass.Uint8, 2: cutlass.Uint16, 4: cutlass.Uint32, 8: cutlass.Uint64,
-        16: cutlass.Uint128}
+from ..specs.remap import THREADS, RemapKnobs, ilp_for
+from .words import WORD, example_args, gmem_ptr, groups, split_stream
 
 
-def build(knobs: dict):
-    return build_remap(knobs)
-
-
-def build_remap(knobs: dict):
-    from ..specs.remap import ilp_for
-
-    isz = int(knobs["itemsize"])
-    mode = str(knobs["mode"])
-    R = int(knobs["rank"])
-    wide = int(knobs["wide"])
-    tile = str(knobs["tile"])
+def build(knobs: RemapKnobs):
+    isz = knobs.itemsize
+    mode = knobs.mode
+    R = knobs.rank
+    tile = knobs.tile
     W = WORD[isz]
-    I = Int64 if wide else Int32
+    I = Int64 if knobs.wide else Int32
     ILP = ilp_for(isz)
     TCT = THREADS if tile == "row" else 32          # threads along the cols
     TRT = THREADS // TCT                              # threads along the rows
@@ -74,30 +66,19 @@ def build_remap(knobs: dict):
         return q, ok
 
     @cute.kernel
-    def kernel(psrc: cute.Pointer, pdst: cute.Pointer, nrows: Int64, ncb: Int64,
-               o0: Int64, o1: Int64, o2: Int64, o3: Int64, o4: Int64, o5: Int64, o6: Int64,
-               o7: Int64,
-               e0: Int64, e1: Int64, e2: Int64, e3: Int64, e4: Int64, e5: Int64, e6: Int64,
-               e7: Int64,
-               l0: Int64, l1: Int64, l2: Int64, l3: Int64, l4: Int64, l5: Int64, l6: Int64,
-               l7: Int64,
-               s0: Int64, s1: Int64, s2: Int64, s3: Int64, s4: Int64, s5: Int64, s6: Int64,
-               s7: Int64, f0: Int64, f1: Int64, kd: Int64):
+    def kernel(psrc: cute.Pointer, pdst: cute.Pointer, nrows: Int64, ncb: Int64, oo, ee, ll, ss,
+               f0: Int64, f1: Int64, kd: Int64):
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
-        oo = [o0, o1, o2, o3, o4, o5, o6, o7]
-        ee = [e0, e1, e2, e3, e4, e5, e6, e7]
-        ll = [l0, l1, l2, l3, l4, l5, l6, l7]
-        ss = [s0, s1, s2, s3, s4, s5, s6, s7]
         if const_expr(isz == 16):
             fill = (cutlass.Uint128(cutlass.Uint64(f1)) << 64) | cutlass.Uint128(cutlass.Uint64(f0))
         else:
             fill = W(f0)
         nr = I(nrows)
-        wcols = I(o7)
-        ecol = I(e7)
-        lcol = I(l7)
-        scol = I(s7)
+        wcols = I(oo[7])
+        ecol = I(ee[7])
+        lcol = I(ll[7])
+        scol = I(ss[7])
         nb = I(ncb)
         t = I(bidx)
         rg = t // nb
@@ -170,25 +151,12 @@ def build_remap(knobs: dict):
                     g[0] = frag[a * CJ + b]
 
     @cute.jit
-    def launch(psrc: cute.Pointer, pdst: cute.Pointer, nrows: Int64, ncb: Int64,
-               o0: Int64, o1: Int64, o2: Int64, o3: Int64, o4: Int64, o5: Int64, o6: Int64,
-               o7: Int64,
-               e0: Int64, e1: Int64, e2: Int64, e3: Int64, e4: Int64, e5: Int64, e6: Int64,
-               e7: Int64,
-               l0: Int64, l1: Int64, l2: Int64, l3: Int64, l4: Int64, l5: Int64, l6: Int64,
-               l7: Int64,
-               s0: Int64, s1: Int64, s2: Int64, s3: Int64, s4: Int64, s5: Int64, s6: Int64,
-               s7: Int64, f0: Int64, f1: Int64, kd: Int64, stream):
-        kernel(psrc, pdst, nrows, ncb, o0, o1, o2, o3, o4, o5, o6, o7,
-               e0, e1, e2, e3, e4, e5, e6, e7, l0, l1, l2, l3, l4, l5, l6, l7,
-               s0, s1, s2, s3, s4, s5, s6, s7, f0, f1, kd).launch(
+    def launch(psrc: cute.Pointer, pdst: cute.Pointer, nrows: Int64, ncb: Int64, *rest):
+        scalars, stream = split_stream(rest)
+        f0, f1, kd = scalars[32:]
+        kernel(psrc, pdst, nrows, ncb, *groups(scalars[:32]), f0, f1, kd).launch(
             grid=[Int32(((nrows + TR - 1) // TR) * ncb), 1, 1],
             block=[THREADS, 1, 1], smem=0, stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
-    args = [make_ptr(W, 16, cute.AddressSpace.gmem, assumed_align=isz),
-            make_ptr(W, 16, cute.AddressSpace.gmem, assumed_align=isz),
-            Int64(1), Int64(1)] + [Int64(1)] * 32 + [Int64(0), Int64(0), Int64(0),
-                                                     make_fake_stream()]
-    return launch, args
+    return launch, example_args([gmem_ptr(W, isz), gmem_ptr(W, isz)], 34,
+                                [Int64(0), Int64(0), Int64(0)])

@@ -2,86 +2,35 @@
 
 The dense ``dx`` index is decomposed row-major over the input extents ``x[8-R..7]``; for each dim
 the output coordinates ``p`` (out extent ``pe``, low pad ``l``) that the forward pad maps onto the
-input coordinate ``i`` form a short list, in ascending order:
-
-    constant   p = i + l  (if 0 <= p < pe)
-    replicate  [0, l] for i = 0, [l+i, pe) for i = n-1, else l + i
-    reflect    l - i (if 1 <= i <= l), l + i, l + 2(n-1) - i (if i <= n-2 and < pe)
-    circular   p0 = (i + l) mod n, p0 + n, p0 + 2n, ... < pe  (``l`` is passed reduced mod n)
-
-Eight nested loops (one per dim, unused dims run once) walk the lists innermost last, so every
-element sums in the same fixed order (deterministic, no atomics).  Accumulation in f32 (f64 for
-f64).  Index math in Int64; counts in Int32.
+input coordinate form a short ascending list (:mod:`.pad_sources`).  Eight nested loops (one per
+dim, unused dims run once) walk the lists innermost last, so every element sums in the same fixed
+order (deterministic, no atomics).  Accumulation in f32 (f64 for f64).  Index math in Int64;
+counts in Int32.
 """
 
 from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Int32, Int64, const_expr
+from cutlass import Int32, Int64
 
 from ....blocks.reduction_base import compute_type, element_type
+from ..specs.remap import BW_THREADS as THREADS, PadBwKnobs
+from .pad_sources import pad_sources
+from .words import example_args, gmem_ptr, groups, split_stream
 
-THREADS = 256
 
-
-def build(knobs: dict):
-    T = element_type(knobs["dtype"])
-    CT = compute_type(knobs["dtype"])
-    R = int(knobs["rank"])
-    mode = str(knobs["mode"])
-
-    def cands(i, n, pe, lo):
-        """(count, first, second, third, step): the list is first, second, third (reflect) or
-        first + a·step (other modes)."""
-        z = Int64(0)
-        one = Int64(1)
-        if const_expr(mode == "constant"):
-            p = i + lo
-            cnt = cutlass.select_((p >= z) & (p < pe), Int32(1), Int32(0))
-            return cnt, p, z, z, z
-        elif const_expr(mode == "replicate"):
-            st = cutlass.select_(i == z, z, lo + i)
-            en = cutlass.select_(i == n - one, pe - one, lo + i)
-            return Int32(en - st + one), st, z, z, one
-        elif const_expr(mode == "circular"):
-            p0 = i + lo
-            p0 = cutlass.select_(p0 >= n, p0 - n, p0)
-            cnt = cutlass.select_(p0 < pe, Int32((pe - p0 + n - one) // n), Int32(0))
-            return cnt, p0, z, z, n
-        else:  # reflect
-            c1 = lo - i
-            c2 = lo + i
-            c3 = lo + Int64(2) * (n - one) - i
-            v1 = (i >= one) & (c1 >= z)
-            v3 = (i <= n - Int64(2)) & (c3 < pe)
-            first = cutlass.select_(v1, c1, c2)
-            second = cutlass.select_(v1, c2, c3)
-            cnt = Int32(1) + cutlass.select_(v1, Int32(1), Int32(0)) + cutlass.select_(
-                v3, Int32(1), Int32(0))
-            return cnt, first, second, c3, z
-
-    def pick(a, first, second, third, step):
-        if const_expr(mode == "reflect"):
-            return cutlass.select_(a == Int32(0), first,
-                                   cutlass.select_(a == Int32(1), second, third))
-        return first + Int64(a) * step
+def build(knobs: PadBwKnobs):
+    T = element_type(knobs.dtype)
+    CT = compute_type(knobs.dtype)
+    R = knobs.rank
+    cands, pick = pad_sources(knobs.mode, Int64)
 
     @cute.kernel
-    def kernel(pdy: cute.Pointer, pdx: cute.Pointer, n: Int64,
-               x0: Int64, x1: Int64, x2: Int64, x3: Int64, x4: Int64, x5: Int64, x6: Int64,
-               x7: Int64,
-               p0: Int64, p1: Int64, p2: Int64, p3: Int64, p4: Int64, p5: Int64, p6: Int64,
-               p7: Int64,
-               l0: Int64, l1: Int64, l2: Int64, l3: Int64, l4: Int64, l5: Int64, l6: Int64,
-               l7: Int64,
-               s0: Int64, s1: Int64, s2: Int64, s3: Int64, s4: Int64, s5: Int64, s6: Int64,
-               s7: Int64):
+    def kernel(pdy: cute.Pointer, pdx: cute.Pointer, n: Int64, xx, pp, ll, ss):
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
-        xx = [x0, x1, x2, x3, x4, x5, x6, x7]
-        pp = [p0, p1, p2, p3, p4, p5, p6, p7]
-        ll = [l0, l1, l2, l3, l4, l5, l6, l7]
+        s0, s1, s2, s3, s4, s5, s6, s7 = ss
         i = Int64(bidx) * Int64(THREADS) + Int64(tidx)
         if i < n:
             coord = [Int64(0)] * 8
@@ -122,24 +71,11 @@ def build(knobs: dict):
             out[0] = T(acc)
 
     @cute.jit
-    def launch(pdy: cute.Pointer, pdx: cute.Pointer, n: Int64,
-               x0: Int64, x1: Int64, x2: Int64, x3: Int64, x4: Int64, x5: Int64, x6: Int64,
-               x7: Int64,
-               p0: Int64, p1: Int64, p2: Int64, p3: Int64, p4: Int64, p5: Int64, p6: Int64,
-               p7: Int64,
-               l0: Int64, l1: Int64, l2: Int64, l3: Int64, l4: Int64, l5: Int64, l6: Int64,
-               l7: Int64,
-               s0: Int64, s1: Int64, s2: Int64, s3: Int64, s4: Int64, s5: Int64, s6: Int64,
-               s7: Int64, stream):
-        kernel(pdy, pdx, n, x0, x1, x2, x3, x4, x5, x6, x7, p0, p1, p2, p3, p4, p5, p6, p7,
-               l0, l1, l2, l3, l4, l5, l6, l7, s0, s1, s2, s3, s4, s5, s6, s7).launch(
+    def launch(pdy: cute.Pointer, pdx: cute.Pointer, n: Int64, *rest):
+        dims, stream = split_stream(rest)
+        kernel(pdy, pdx, n, *groups(dims)).launch(
             grid=[Int32((n + THREADS - 1) // THREADS), 1, 1],
             block=[THREADS, 1, 1], smem=0, stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
     isz = T.width // 8
-    args = [make_ptr(T, 16, cute.AddressSpace.gmem, assumed_align=isz),
-            make_ptr(T, 16, cute.AddressSpace.gmem, assumed_align=isz),
-            Int64(1)] + [Int64(1)] * 32 + [make_fake_stream()]
-    return launch, args
+    return launch, example_args([gmem_ptr(T, isz), gmem_ptr(T, isz)], 33)

@@ -4,12 +4,8 @@
 column chunk ``cy`` handles the columns ``j = cy·CW + u·32 + t`` (``u < U``, ``CW = 32·U``), so
 consecutive lanes read consecutive ``dy`` columns (coalesced).  For each dim the output
 coordinates ``p`` (out extent ``pe``, low pad ``l``) that the forward pad maps onto the input
-coordinate ``i`` form a short ascending list (rows: once per warp; columns: once per column):
-
-    replicate  [0, l] for i = 0, [l+i, pe) for i = n-1, else l + i
-    reflect    l - i (if 1 <= i <= l), l + i, l + 2(n-1) - i (if i <= n-2 and < pe)
-    circular   p0 = (i + l) mod n, p0 + n, p0 + 2n, ... < pe  (``l`` is passed reduced mod n;
-               any pad size, negative pads crop: the list may be empty or long)
+coordinate ``i`` form a short ascending list (:mod:`.pad_sources`; rows: once per warp; columns:
+once per column; circular: any pad size, negative pads crop, so the list may be empty or long).
 
 ``dx[b, i, j] = 0 + Σ_{ph} Σ_{pw} dy[b, ph, pw]`` in ascending ``ph`` then ascending ``pw`` (the
 order of ``pad_bw``: results are bit-identical to it).  The first source of every column is
@@ -25,48 +21,17 @@ import cutlass.cute as cute
 from cutlass import Int32, const_expr
 
 from ....blocks.reduction_base import compute_type, element_type
+from ..specs.pad_bw2d import (BW2D_COLS as CW, BW2D_LANE_COLS as U, BW2D_THREADS as THREADS,
+                              BW2D_WARPS as WARPS, PadBw2dKnobs)
+from .pad_sources import pad_sources
+from .words import example_args, gmem_ptr, split_stream
 
-THREADS = 256
-WARPS = THREADS // 32
-U = 8              # columns per lane
-CW = 32 * U        # columns per warp (one column chunk)
 
-
-def build(knobs: dict):
-    T = element_type(knobs["dtype"])
-    CT = compute_type(knobs["dtype"])
-    mode = str(knobs["mode"])
-
-    def cands(i, n, pe, lo):
-        """(count, first, second, third, step): the list is first, second, third (reflect) or
-        first + a·step (other modes)."""
-        z = Int32(0)
-        one = Int32(1)
-        if const_expr(mode == "replicate"):
-            st = cutlass.select_(i == z, z, lo + i)
-            en = cutlass.select_(i == n - one, pe - one, lo + i)
-            return en - st + one, st, z, z, one
-        elif const_expr(mode == "circular"):
-            p0 = i + lo
-            p0 = cutlass.select_(p0 >= n, p0 - n, p0)
-            cnt = cutlass.select_(p0 < pe, (pe - p0 + n - one) // n, z)
-            return cnt, p0, z, z, n
-        else:  # reflect
-            c1 = lo - i
-            c2 = lo + i
-            c3 = lo + Int32(2) * (n - one) - i
-            v1 = (i >= one) & (c1 >= z)
-            v3 = (i <= n - Int32(2)) & (c3 < pe)
-            first = cutlass.select_(v1, c1, c2)
-            second = cutlass.select_(v1, c2, c3)
-            cnt = one + cutlass.select_(v1, one, z) + cutlass.select_(v3, one, z)
-            return cnt, first, second, c3, z
-
-    def pick(a, first, second, third, step):
-        if const_expr(mode == "reflect"):
-            return cutlass.select_(a == Int32(0), first,
-                                   cutlass.select_(a == Int32(1), second, third))
-        return first + a * step
+def build(knobs: PadBw2dKnobs):
+    T = element_type(knobs.dtype)
+    CT = compute_type(knobs.dtype)
+    mode = knobs.mode
+    cands, pick = pad_sources(mode, Int32)
 
     @cute.kernel
     def kernel(pdy: cute.Pointer, pdx: cute.Pointer, nrows: Int32, ncb: Int32, h: Int32,
@@ -120,17 +85,11 @@ def build(knobs: dict):
                     out[0] = T(acc)
 
     @cute.jit
-    def launch(pdy: cute.Pointer, pdx: cute.Pointer, nrows: Int32, ncb: Int32, h: Int32,
-               w: Int32, ph: Int32, pw: Int32, lh: Int32, lw: Int32, sb: Int32, sh: Int32,
-               sw: Int32, stream):
-        kernel(pdy, pdx, nrows, ncb, h, w, ph, pw, lh, lw, sb, sh, sw).launch(
+    def launch(pdy: cute.Pointer, pdx: cute.Pointer, nrows: Int32, ncb: Int32, *rest):
+        scalars, stream = split_stream(rest)
+        kernel(pdy, pdx, nrows, ncb, *scalars).launch(
             grid=[((nrows + WARPS - 1) // WARPS) * ncb, 1, 1],
             block=[THREADS, 1, 1], smem=0, stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
     isz = T.width // 8
-    args = [make_ptr(T, 16, cute.AddressSpace.gmem, assumed_align=isz),
-            make_ptr(T, 16, cute.AddressSpace.gmem, assumed_align=isz)] + [Int32(1)] * 11 + [
-                make_fake_stream()]
-    return launch, args
+    return launch, example_args([gmem_ptr(T, isz), gmem_ptr(T, isz)], 0, [Int32(1)] * 11)

@@ -13,29 +13,21 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64
 
 from ....blocks.reduction_base import compute_type, element_type
+from ..specs.repeat import BW_THREADS as THREADS, RepeatBwKnobs
+from .words import example_args, gmem_ptr, groups, split_stream
 
-THREADS = 256
 
-
-def build(knobs: dict):
-    T = element_type(knobs["dtype"])
-    CT = compute_type(knobs["dtype"])
-    R = int(knobs["rank"])
+def build(knobs: RepeatBwKnobs):
+    T = element_type(knobs.dtype)
+    CT = compute_type(knobs.dtype)
+    R = knobs.rank
 
     @cute.kernel
-    def kernel(pdy: cute.Pointer, pdx: cute.Pointer, n: Int64,
-               k0: Int64, k1: Int64, k2: Int64, k3: Int64, k4: Int64, k5: Int64, k6: Int64,
-               k7: Int64,
-               ks0: Int64, ks1: Int64, ks2: Int64, ks3: Int64, ks4: Int64, ks5: Int64,
-               ks6: Int64, ks7: Int64,
-               r0: Int64, r1: Int64, r2: Int64, r3: Int64, r4: Int64, r5: Int64, r6: Int64,
-               r7: Int64,
-               rs0: Int64, rs1: Int64, rs2: Int64, rs3: Int64, rs4: Int64, rs5: Int64,
-               rs6: Int64, rs7: Int64):
+    def kernel(pdy: cute.Pointer, pdx: cute.Pointer, n: Int64, kk, kss, rr, rss):
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
-        kk = [k0, k1, k2, k3, k4, k5, k6, k7]
-        kss = [ks0, ks1, ks2, ks3, ks4, ks5, ks6, ks7]
+        r0, r1, r2, r3, r4, r5, r6, r7 = rr
+        rs0, rs1, rs2, rs3, rs4, rs5, rs6, rs7 = rss
         i = Int64(bidx) * Int64(THREADS) + Int64(tidx)
         if i < n:
             rem = i
@@ -68,24 +60,11 @@ def build(knobs: dict):
             out[0] = T(acc)
 
     @cute.jit
-    def launch(pdy: cute.Pointer, pdx: cute.Pointer, n: Int64,
-               k0: Int64, k1: Int64, k2: Int64, k3: Int64, k4: Int64, k5: Int64, k6: Int64,
-               k7: Int64,
-               ks0: Int64, ks1: Int64, ks2: Int64, ks3: Int64, ks4: Int64, ks5: Int64,
-               ks6: Int64, ks7: Int64,
-               r0: Int64, r1: Int64, r2: Int64, r3: Int64, r4: Int64, r5: Int64, r6: Int64,
-               r7: Int64,
-               rs0: Int64, rs1: Int64, rs2: Int64, rs3: Int64, rs4: Int64, rs5: Int64,
-               rs6: Int64, rs7: Int64, stream):
-        kernel(pdy, pdx, n, k0, k1, k2, k3, k4, k5, k6, k7, ks0, ks1, ks2, ks3, ks4, ks5, ks6,
-               ks7, r0, r1, r2, r3, r4, r5, r6, r7, rs0, rs1, rs2, rs3, rs4, rs5, rs6,
-               rs7).launch(grid=[Int32((n + THREADS - 1) // THREADS), 1, 1],
-                           block=[THREADS, 1, 1], smem=0, stream=stream)
-
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
+    def launch(pdy: cute.Pointer, pdx: cute.Pointer, n: Int64, *rest):
+        dims, stream = split_stream(rest)
+        kernel(pdy, pdx, n, *groups(dims)).launch(
+            grid=[Int32((n + THREADS - 1) // THREADS), 1, 1],
+            block=[THREADS, 1, 1], smem=0, stream=stream)
 
     isz = T.width // 8
-    args = [make_ptr(T, 16, cute.AddressSpace.gmem, assumed_align=isz),
-            make_ptr(T, 16, cute.AddressSpace.gmem, assumed_align=isz),
-            Int64(1)] + [Int64(1)] * 32 + [make_fake_stream()]
-    return launch, args
+    return launch, example_args([gmem_ptr(T, isz), gmem_ptr(T, isz)], 33)

@@ -19,39 +19,24 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
-THREADS = 256
-ILP = 4
-WORD = {1: cutlass.Uint8, 2: cutlass.Uint16, 4: cutlass.Uint32, 8: cutlass.Uint64,
-        16: cutlass.Uint128}
+from ..specs.repeat import COPY_ILP as ILP, COPY_THREADS as THREADS, CopyKnobs
+from .words import WORD, example_args, gmem_ptr, groups, split_stream
 
 
-def build(knobs: dict):
-    isz = int(knobs["itemsize"])
-    R = int(knobs["rank"])
-    wide = int(knobs["wide"])
+def build(knobs: CopyKnobs):
+    isz = knobs.itemsize
+    R = knobs.rank
     W = WORD[isz]
-    I = Int64 if wide else Int32
+    I = Int64 if knobs.wide else Int32
     MOD = R == 8
 
     @cute.kernel
-    def kernel(psrc: cute.Pointer, pdst: cute.Pointer, n: Int64,
-               o0: Int64, o1: Int64, o2: Int64, o3: Int64, o4: Int64, o5: Int64, o6: Int64,
-               o7: Int64,
-               e0: Int64, e1: Int64, e2: Int64, e3: Int64, e4: Int64, e5: Int64, e6: Int64,
-               e7: Int64,
-               s0: Int64, s1: Int64, s2: Int64, s3: Int64, s4: Int64, s5: Int64, s6: Int64,
-               s7: Int64,
-               d0: Int64, d1: Int64, d2: Int64, d3: Int64, d4: Int64, d5: Int64, d6: Int64,
-               d7: Int64):
+    def kernel(psrc: cute.Pointer, pdst: cute.Pointer, n: Int64, oo, ee, ss, dd):
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
-        oo = [o0, o1, o2, o3, o4, o5, o6, o7]
-        ee = [e0, e1, e2, e3, e4, e5, e6, e7]
-        ss = [s0, s1, s2, s3, s4, s5, s6, s7]
         ext = [I(oo[8 - R + d]) for d in range(R)]
         iext = [I(ee[8 - R + d]) for d in range(R)]
         st = [I(ss[8 - R + d]) for d in range(R)]
-        dd = [d0, d1, d2, d3, d4, d5, d6, d7]
         dst_st = [I(dd[8 - R + d]) for d in range(R)]
         nn = I(n)
         base = I(bidx) * I(THREADS * ILP) + I(tidx)
@@ -85,23 +70,10 @@ def build(knobs: dict):
                 g[0] = frag[j]
 
     @cute.jit
-    def launch(psrc: cute.Pointer, pdst: cute.Pointer, n: Int64,
-               o0: Int64, o1: Int64, o2: Int64, o3: Int64, o4: Int64, o5: Int64, o6: Int64,
-               o7: Int64,
-               e0: Int64, e1: Int64, e2: Int64, e3: Int64, e4: Int64, e5: Int64, e6: Int64,
-               e7: Int64,
-               s0: Int64, s1: Int64, s2: Int64, s3: Int64, s4: Int64, s5: Int64, s6: Int64,
-               s7: Int64,
-               d0: Int64, d1: Int64, d2: Int64, d3: Int64, d4: Int64, d5: Int64, d6: Int64,
-               d7: Int64, stream):
-        kernel(psrc, pdst, n, o0, o1, o2, o3, o4, o5, o6, o7, e0, e1, e2, e3, e4, e5, e6, e7,
-               s0, s1, s2, s3, s4, s5, s6, s7, d0, d1, d2, d3, d4, d5, d6, d7).launch(
+    def launch(psrc: cute.Pointer, pdst: cute.Pointer, n: Int64, *rest):
+        dims, stream = split_stream(rest)
+        kernel(psrc, pdst, n, *groups(dims)).launch(
             grid=[Int32((n + THREADS * ILP - 1) // (THREADS * ILP)), 1, 1],
             block=[THREADS, 1, 1], smem=0, stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
-    args = [make_ptr(W, 16, cute.AddressSpace.gmem, assumed_align=isz),
-            make_ptr(W, 16, cute.AddressSpace.gmem, assumed_align=isz),
-            Int64(1)] + [Int64(1)] * 32 + [make_fake_stream()]
-    return launch, args
+    return launch, example_args([gmem_ptr(W, isz), gmem_ptr(W, isz)], 33)

@@ -22,22 +22,13 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
-THREADS = 256
-WORD = {1: cutlass.Uint8, 2: cutlass.Uint16, 4: cutlass.Uint32, 8: cutlass.Uint64,
-        16: cutlass.Uint128}
+from ..specs.layout import TRANSPOSE_THREADS as THREADS, TransposeKnobs, pad_for, tile_for
+from .words import WORD, example_args, gmem_ptr, groups, split_stream
 
 
-def tile_for(isz: int) -> int:
-    return 64 if isz <= 2 else 32
-
-
-def pad_for(isz: int) -> int:
-    return max(1, 4 // isz)
-
-
-def build(knobs: dict):
-    isz = int(knobs["itemsize"])
-    NB = int(knobs["batch"])
+def build(knobs: TransposeKnobs):
+    isz = knobs.itemsize
+    NB = knobs.batch
     W = WORD[isz]
     T = tile_for(isz)
     P = T + pad_for(isz)
@@ -46,10 +37,7 @@ def build(knobs: dict):
 
     @cute.kernel
     def kernel(psrc: cute.Pointer, pdst: cute.Pointer, na: Int64, nb: Int64, sb: Int64,
-               da: Int64, ta: Int64, tb: Int64,
-               b0: Int64, b1: Int64, b2: Int64, b3: Int64,
-               bs0: Int64, bs1: Int64, bs2: Int64, bs3: Int64,
-               bd0: Int64, bd1: Int64, bd2: Int64, bd3: Int64):
+               da: Int64, ta: Int64, tb: Int64, ext, bss, bdd):
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
         smem = cutlass.memory.SmemAllocator()
@@ -68,9 +56,6 @@ def build(knobs: dict):
         soff = Int64(0)
         doff = Int64(0)
         if const_expr(NB > 0):
-            ext = [b0, b1, b2, b3]
-            bss = [bs0, bs1, bs2, bs3]
-            bdd = [bd0, bd1, bd2, bd3]
             for k in cutlass.range_constexpr(3, 4 - NB, -1):
                 e32 = Int32(ext[k])
                 q = rem // e32
@@ -104,17 +89,10 @@ def build(knobs: dict):
 
     @cute.jit
     def launch(psrc: cute.Pointer, pdst: cute.Pointer, na: Int64, nb: Int64, sb: Int64,
-               da: Int64, ta: Int64, tb: Int64,
-               b0: Int64, b1: Int64, b2: Int64, b3: Int64,
-               bs0: Int64, bs1: Int64, bs2: Int64, bs3: Int64,
-               bd0: Int64, bd1: Int64, bd2: Int64, bd3: Int64, grid: Int32, stream):
-        kernel(psrc, pdst, na, nb, sb, da, ta, tb, b0, b1, b2, b3, bs0, bs1, bs2, bs3,
-               bd0, bd1, bd2, bd3).launch(
-            grid=[grid, 1, 1], block=[THREADS, 1, 1], smem=T * P * isz + 16, stream=stream)
+               da: Int64, ta: Int64, tb: Int64, *rest):
+        scalars, stream = split_stream(rest)
+        kernel(psrc, pdst, na, nb, sb, da, ta, tb, *groups(scalars[:12], 4)).launch(
+            grid=[scalars[12], 1, 1], block=[THREADS, 1, 1], smem=T * P * isz + 16,
+            stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
-    args = [make_ptr(W, 16, cute.AddressSpace.gmem, assumed_align=isz),
-            make_ptr(W, 16, cute.AddressSpace.gmem, assumed_align=isz)] + \
-        [Int64(1)] * 18 + [Int32(1), make_fake_stream()]
-    return launch, args
+    return launch, example_args([gmem_ptr(W, isz), gmem_ptr(W, isz)], 18, [Int32(1)])

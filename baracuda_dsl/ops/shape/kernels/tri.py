@@ -6,8 +6,6 @@ elements are never read.  Opaque ``itemsize``-byte words."""
 
 from __future__ import annotations
 
-from .pad import build_remap
+from .pad import build
 
-
-def build(knobs: dict):
-    return build_remap(knobs)
+__all__ = ["build"]

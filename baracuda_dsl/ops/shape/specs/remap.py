@@ -2,7 +2,7 @@
 ``tri_mask`` (triu / tril) and ``pad_bw`` (the deterministic gradient of pad).
 
 ``pad_remap`` / ``tri_mask``: the dense output is viewed as rows × cols (cols = the innermost
-collapsed dim, rows = the outer dims decomposed once per row).  Knobs:
+collapsed dim, rows = the outer dims decomposed once per row).  Knobs (:class:`RemapKnobs`):
 
 ``itemsize``  bytes per copied word (1, 2, 4, 8, 16): opaque, so one SKU serves every dtype of that
               size; the plan widens the word over a unit-stride innermost dim that is
@@ -15,14 +15,18 @@ collapsed dim, rows = the outer dims decomposed once per row).  Knobs:
 ``tile``      ``row``: a CTA covers 1 row × 256·ILP cols (long rows); ``block``: 8·ILP rows × 32
               cols (short rows, e.g. images 200-300 wide)
 
-``pad_bw`` knobs: ``dtype`` (f32, f16, bf16, f64), ``mode`` (the four pad modes) and ``rank``
-(2, 4, 8).
+``pad_bw`` knobs (:class:`PadBwKnobs`): ``dtype`` (f32, f16, bf16, f64), ``mode`` (the four pad
+modes) and ``rank`` (2, 4, 8).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from itertools import product
+
 from ....dtypes import FP4
 from ....jit import KernelTemplate, LaunchGeometry, params, register
+from .repeat import dims_params
 
 THREADS = 256
 ITEMSIZES = (1, 2, 4, 8, 16)
@@ -34,6 +38,27 @@ TILES = ("row", "block")
 BW_RANKS = (2, 4, 8)
 BW_DTYPES = tuple(d.short for d in FP4)
 BW_THREADS = 256
+
+
+@dataclass(frozen=True)
+class RemapKnobs:
+    """One ``pad_remap`` / ``tri_mask`` SKU: word size in bytes, remap mode, collapsed rank
+    knob, Int64 index math, CTA tile shape (``row`` / ``block``)."""
+
+    itemsize: int
+    mode: str
+    rank: int
+    wide: int
+    tile: str
+
+
+@dataclass(frozen=True)
+class PadBwKnobs:
+    """One ``pad_bw`` SKU: element dtype (short name), pad mode, collapsed rank knob."""
+
+    dtype: str
+    mode: str
+    rank: int
 
 
 def ilp_for(itemsize: int) -> int:
@@ -58,29 +83,15 @@ def bw_rank_for(r: int) -> int:
 
 
 def _space(modes):
-    def gen():
-        for isz in ITEMSIZES:
-            for mode in modes:
-                for r in RANKS:
-                    for w in (0, 1):
-                        for t in TILES:
-                            yield dict(itemsize=isz, mode=mode, rank=r, wide=w, tile=t)
-    return gen
+    return lambda: (RemapKnobs(*k) for k in product(ITEMSIZES, modes, RANKS, (0, 1), TILES))
 
 
 def _bw_space():
-    for dt in BW_DTYPES:
-        for mode in PAD_MODES:
-            for r in BW_RANKS:
-                yield dict(dtype=dt, mode=mode, rank=r)
+    return (PadBwKnobs(*k) for k in product(BW_DTYPES, PAD_MODES, BW_RANKS))
 
 
-def _dims(prefix: str) -> str:
-    return " ".join(f"{prefix}{i}:i64" for i in range(8))
-
-
-_REMAP_PARAMS = (f"src:ptr dst:ptr nrows:i64 ncb:i64 {_dims('o')} {_dims('e')} {_dims('l')} "
-                 f"{_dims('s')} f0:i64 f1:i64 kd:i64")
+_REMAP_PARAMS = (f"src:ptr dst:ptr nrows:i64 ncb:i64 {dims_params('o')} {dims_params('e')} "
+                 f"{dims_params('l')} {dims_params('s')} f0:i64 f1:i64 kd:i64")
 
 PAD = register(KernelTemplate(
     name="pad_remap",
@@ -89,6 +100,7 @@ PAD = register(KernelTemplate(
     params=params(_REMAP_PARAMS),
     space=_space(KERNEL_PAD_MODES),
     geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=0),
+    knobs=RemapKnobs,
 ))
 
 TRI = register(KernelTemplate(
@@ -98,13 +110,16 @@ TRI = register(KernelTemplate(
     params=params(_REMAP_PARAMS),
     space=_space(TRI_MODES),
     geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=0),
+    knobs=RemapKnobs,
 ))
 
 PAD_BW = register(KernelTemplate(
     name="pad_bw",
     family="shape",
     module="baracuda_dsl.ops.shape.kernels.pad_bw",
-    params=params(f"dy:ptr dx:ptr n:i64 {_dims('x')} {_dims('p')} {_dims('l')} {_dims('s')}"),
+    params=params(f"dy:ptr dx:ptr n:i64 {dims_params('x')} {dims_params('p')} {dims_params('l')} "
+                  f"{dims_params('s')}"),
     space=_bw_space,
     geometry=lambda k: LaunchGeometry(threads=BW_THREADS, smem_bytes=0),
+    knobs=PadBwKnobs,
 ))

@@ -1,0 +1,42 @@
+"""CuTe DSL pieces the shape kernels share: opaque word types, the grouping of per-dim scalar
+parameters and example arguments for ``cute.compile``.
+
+A kernel takes its per-dim scalars as tuples of eight Int64 (one tuple per group: extents,
+strides, ...); the DSL flattens a tuple into one entry parameter per element, so the entry's
+parameter list is the flat ABI of the spec.  The host-side ``launch`` takes the same scalars
+flat (``*rest``, the stream last) and regroups them with :func:`groups`.
+"""
+
+from __future__ import annotations
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Int64
+
+#: opaque word type per size in bytes
+WORD = {1: cutlass.Uint8, 2: cutlass.Uint16, 4: cutlass.Uint32, 8: cutlass.Uint64,
+        16: cutlass.Uint128}
+
+
+def groups(flat, size: int = 8):
+    """``flat`` scalars as consecutive tuples of ``size``."""
+    return tuple(tuple(flat[i:i + size]) for i in range(0, len(flat), size))
+
+
+def split_stream(rest):
+    """(scalars, stream) of a launcher's trailing ``*rest`` (the stream comes last)."""
+    return rest[:-1], rest[-1]
+
+
+def gmem_ptr(T, align: int):
+    """An example global-memory pointer to ``T`` aligned to ``align`` bytes."""
+    from cutlass.cute.runtime import make_ptr
+
+    return make_ptr(T, 16, cute.AddressSpace.gmem, assumed_align=align)
+
+
+def example_args(ptrs, n_i64: int, tail=()):
+    """Example arguments of a launcher: ``ptrs``, ``n_i64`` Int64 ones, ``tail``, a stream."""
+    from cutlass.cute.runtime import make_fake_stream
+
+    return list(ptrs) + [Int64(1)] * n_i64 + list(tail) + [make_fake_stream()]
