@@ -76,34 +76,36 @@ def _fw_row(torch, copy_gbs, M, N, dt):
     row = _row("CE fw", M, N, dt, nbytes, t_ours, t_torch, t_comp, t_q, copy_gbs, err,
                str(plan.sku()))
     if 16384 < N <= 32768:
-        # tuning probe: the same row over a 2-CTA cluster (ce.PREFER_CLUSTER_ABOVE)
-        old = ce.PREFER_CLUSTER_ABOVE
+        # tuning probe: the same row over a 2-CTA cluster (CrossEntropyTuning's
+        # prefer_cluster_above)
         try:
-            ce.PREFER_CLUSTER_ABOVE = 16384
+            pref = _tuned(ce.CrossEntropyTuning(prefer_cluster_above=16384))
             alt = ce.CrossEntropyPlan.select(ce.CrossEntropyDescriptor(M, N, dt,
-                                                                       reduction="none"))
+                                                                       reduction="none"), pref)
             row["cluster2_frac"] = H.gbs(nbytes, H.bench(lambda a: alt.run(a), data).median) / (
                 copy_gbs)
         except Exception as e:  # noqa: BLE001
             row["cluster2_frac"] = f"{type(e).__name__}"
-        finally:
-            ce.PREFER_CLUSTER_ABOVE = old
     if dt in ("bfloat16", "float16") and N >= 4096:
-        # tuning probe: the "wide" f16/bf16 SKU for this row (ce.WIDE_HALF_ABOVE; see
-        # benchmarks/sweep_cross_entropy.py for the full sweep)
-        old = ce.WIDE_HALF_ABOVE
+        # tuning probe: the "wide" f16/bf16 SKU for this row (CrossEntropyTuning.wide_half_above;
+        # see benchmarks/sweep_cross_entropy.py for the full sweep)
         try:
-            ce.WIDE_HALF_ABOVE = 0
+            pref = _tuned(ce.CrossEntropyTuning(wide_half_above=0))
             alt = ce.CrossEntropyPlan.select(ce.CrossEntropyDescriptor(M, N, dt,
-                                                                       reduction="none"))
+                                                                       reduction="none"), pref)
             if alt._knobs != plan._knobs:
                 row["wide_frac"] = H.gbs(nbytes, H.bench(lambda a: alt.run(a), data).median) / (
                     copy_gbs)
         except Exception as e:  # noqa: BLE001
             row["wide_frac"] = f"{type(e).__name__}"
-        finally:
-            ce.WIDE_HALF_ABOVE = old
     return row
+
+
+def _tuned(tuning):
+    """The default preference with ``tuning`` (a probe of another kernel choice)."""
+    from baracuda_dsl import PlanPreference
+
+    return PlanPreference(tuning=tuning)
 
 
 def _bw_row(torch, copy_gbs, M, N, dt):

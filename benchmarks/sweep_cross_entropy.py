@@ -1,15 +1,16 @@
 """Developer tool: time every prebuilt cross-entropy forward SKU that can serve a shape, to set
-the plans' geometry knobs (``WIDE_HALF_ABOVE``, ``PREFER_CLUSTER_ABOVE`` in
-``baracuda_dsl/ops/losses/cross_entropy.py``).  Usage (GPU host)::
+the plans' tuning (``baracuda_dsl.CrossEntropyTuning``: ``wide_half_above``,
+``prefer_cluster_above``, ``loop_above``, ``ladder``).  Usage (GPU host)::
 
     python3 benchmarks/sweep_cross_entropy.py [--mode plain|smooth] [--top 6] [--quick]
 
 Candidates per shape (all inside the template's SKU space, so prebuild has them): the register
 buckets that hold the row (up to 4× its length), the f16/bf16 "wide" buckets (half the threads,
 twice the elements per thread), on sm90a the cluster ladder and the wide clusters, and the
-vectorised loop.  Each candidate runs through the real plan with its kernel choice overridden
+vectorised loop.  Each candidate runs through the real plan (selected with
+``PlanPreference(tuning=TUNING)``; its pick is the "default") with its kernel choice overridden
 (``plan._knobs``), is checked against torch float64 and timed like bench_losses.py (bytes =
-logits + targets + per-row losses, reduction none).  The last lines print the knob values the
+logits + targets + per-row losses, reduction none).  The last lines print the tuning values the
 data supports.
 """
 
@@ -31,40 +32,60 @@ QUICK = [(8192, 32768, "bfloat16"), (2048, 131072, "bfloat16")]
 TOL = {"bfloat16": 1e-2, "float16": 3e-3, "float32": 1e-4, "float64": 1e-10}
 
 
+def _tuning():
+    """The tuning record the plans are selected with (edit to try other thresholds)."""
+    from baracuda_dsl.ops.losses.cross_entropy import CrossEntropyTuning
+
+    return CrossEntropyTuning()
+
+
 def candidates(short: str, mode: str, n: int, arch: str):
-    from baracuda_dsl.ops import get_template
     from baracuda_dsl.ops.losses.specs import cross_entropy as spec
 
-    for k in get_template(spec.CROSS_ENTROPY_FW.name).skus(arch):
-        d = dict(k)
-        if d["dtype"] != short or d["mode"] != mode or d["vec"] == 1:
+    t = spec.CROSS_ENTROPY_FW
+    for frozen in t.skus(arch):
+        k = t.thaw(frozen)
+        if k.dtype != short or k.mode != mode or k.vec == 1:
             continue
-        if d["chunks"] == 0 or n <= spec.bucket_cap(d) <= 4 * max(n, 1024):
-            yield d
+        if k.chunks == 0 or n <= k.capacity <= 4 * max(n, 1024):
+            yield k
 
 
-def kind(d: dict) -> str:
+def geometry(k) -> dict:
+    """The row-geometry knobs of ``k``."""
+    import dataclasses
+
+    from baracuda_dsl.common.rows import RowGeometry
+
+    return {f.name: getattr(k, f.name) for f in dataclasses.fields(RowGeometry)}
+
+
+def kind(k) -> str:
     """loop / bucket / wide / (wide-)clusterC."""
+    from baracuda_dsl.common.rows import RowGeometry
     from baracuda_dsl.ops.losses.specs import cross_entropy as spec
 
-    if d["chunks"] == 0:
+    if k.chunks == 0:
         return "loop"
-    g = {a: b for a, b in d.items() if a not in ("dtype", "mode")}
-    wide = d["dtype"] in spec.HALF_DTYPES and (
-        any(g == spec.wide_config(d["dtype"], c) for c in spec.WIDE_CAPS)
-        or any(g == spec.wide_cluster_config(d["dtype"], c) for c in spec.WIDE_CLUSTERS))
+    rows, w = spec.FW_ROWS, spec.FW_ROWS.wide
+    g = RowGeometry.of(k)
+    wide = k.dtype in w.dtypes and (
+        any(g == rows.wide_bucket(k.dtype, c) for c in w.buckets)
+        or any(g == rows.wide_cluster(k.dtype, c) for c in w.clusters))
     base = "wide" if wide else "bucket"
-    return base if d["cluster"] == 1 else f"{base}-cluster{d['cluster']}"
+    return base if k.cluster == 1 else f"{base}-cluster{k.cluster}"
 
 
 def sweep(torch, M, N, dt, mode, copy_gbs):
+    from baracuda_dsl import PlanPreference
     from baracuda_dsl.ops.losses import cross_entropy as ce
 
     F = torch.nn.functional
     ls = 0.1 if mode == "smooth" else 0.0
     plan = ce.CrossEntropyPlan.select(ce.CrossEntropyDescriptor(M, N, dt, reduction="none",
-                                                                label_smoothing=ls))
-    default = dict(plan._knobs)
+                                                                label_smoothing=ls),
+                                      PlanPreference(tuning=_tuning()))
+    default = plan._knobs
 
     def mk():
         x = (torch.randn((M, N), device="cuda") * 2).to(getattr(torch, dt))
@@ -77,7 +98,7 @@ def sweep(torch, M, N, dt, mode, copy_gbs):
     data = [(a0,)] + [(mk(),) for _ in range(H.n_sets(nbytes) - 1)]
     ref = F.cross_entropy(a0.logits.double(), a0.target, reduction="none", label_smoothing=ls)
     out = []
-    for k in candidates(default["dtype"], default["mode"], N, plan._arch.value):
+    for k in candidates(default.dtype, default.mode, N, plan._arch.value):
         plan._knobs = k
         a0.loss.fill_(float("nan"))
         try:
@@ -102,19 +123,17 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ns = ap.parse_args()
     copy_gbs = H.copy_bandwidth()["gbs"]
-    print(f"copy bandwidth {copy_gbs:.0f} GB/s; mode {ns.mode}")
+    print(f"copy bandwidth {copy_gbs:.0f} GB/s; mode {ns.mode}; plans selected with {_tuning()}")
     best = {}
     for M, N, dt in (QUICK if ns.quick else CASES):
         default, res = sweep(torch, M, N, dt, ns.mode, copy_gbs)
         print(f"\nCE FW {M}x{N} {dt}")
         dfrac = next((r[0] for r in res if r[2] == default), None)
         for frac, err, k, note in res[:ns.top]:
-            kk = {a: b for a, b in k.items() if a not in ("dtype", "mode")}
             mark = "  <- default" if k == default else ""
-            print(f"  {frac:.3f} of copy  err {err:.1e}  {kind(k):16s} {kk} {note}{mark}")
+            print(f"  {frac:.3f} of copy  err {err:.1e}  {kind(k):16s} {geometry(k)} {note}{mark}")
         if dfrac is not None and all(r[2] != default for r in res[:ns.top]):
-            print(f"  default {dfrac:.3f} of copy  {kind(default)} "
-                  f"{ {a: b for a, b in default.items() if a not in ('dtype', 'mode')} }")
+            print(f"  default {dfrac:.3f} of copy  {kind(default)} {geometry(default)}")
         if res:
             best[(N, dt)] = (kind(res[0][2]), res[0][0], dfrac)
     print("\nbest kind per shape (frac, default frac):")
@@ -123,10 +142,10 @@ def main():
     half = [(N, kd) for (N, dt), (kd, _, _) in best.items() if dt in ("bfloat16", "float16")]
     wide = sorted(N for N, kd in half if kd.startswith("wide"))
     if wide:
-        print(f"suggestion: WIDE_HALF_ABOVE = {min(wide) - 1} if every half row length >= "
-              f"{min(wide)} prefers a wide SKU above (check the table)")
+        print(f"suggestion: CrossEntropyTuning(wide_half_above={min(wide) - 1}) if every half row "
+              f"length >= {min(wide)} prefers a wide SKU above (check the table)")
     else:
-        print("suggestion: keep WIDE_HALF_ABOVE = None")
+        print("suggestion: keep CrossEntropyTuning(wide_half_above=None)")
 
 
 if __name__ == "__main__":

@@ -1,28 +1,43 @@
 """Developer tool: time every prebuilt SKU of the row-norm templates that can serve a shape, to
-choose the plans' bucket heuristics.  Usage (GPU host): ``python3 benchmarks/sweep_row_norm.py``.
+choose the plans' tuning (``baracuda_dsl.RowNormTuning``: the sm90a cluster ladders).  Usage (GPU
+host): ``python3 benchmarks/sweep_row_norm.py``.
 
-Each candidate is run through the real plan with its kernel choice overridden, checked against
-torch (float64) and timed with the same batched CUDA-event method as bench_norms.py.
+Each candidate is run through the real plan (selected with ``PlanPreference(tuning=TUNING)``)
+with its kernel choice overridden, checked against torch (float64) and timed with the same
+batched CUDA-event method as bench_norms.py; ``*`` marks the plan's own pick under ``TUNING``.
+To adopt a result, change the defaults of ``RowNormTuning`` (ops/normalization/row_norm.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import torch
 
 import baracuda_dsl as bd
-from baracuda_dsl.jit import freeze_knobs
+from baracuda_dsl.common.rows import RowGeometry
 from baracuda_dsl.ops.normalization.specs import row_norm as spec
 from bench_norms import copy_bandwidth, n_sets, time_ms
 
 
+#: the tuning record the plans are selected with (edit to try another ladder)
+TUNING = bd.RowNormTuning()
+PREF = bd.PlanPreference(tuning=TUNING)
+
+
 def candidates(template, dtype: str, op: str, n: int, arch: str):
-    for k in template.skus(arch):
-        d = dict(k)
-        if d["dtype"] == dtype and d["op"] == op and (d["chunks"] == 0 or spec.bucket_cap(d) >= n):
-            if d["vec"] > 1:
-                yield d
+    """The vectorised row-affine SKUs of (dtype, op) that serve rows of ``n``."""
+    for frozen in template.skus(arch):
+        k = template.thaw(frozen)
+        if k.dtype == dtype and k.op == op and k.affine == "row" and k.vec > 1 and (
+                k.chunks == 0 or k.capacity >= n):
+            yield k
+
+
+def geometry(k) -> dict:
+    """The row-geometry knobs of ``k`` (what distinguishes the candidates)."""
+    return {f.name: getattr(k, f.name) for f in dataclasses.fields(RowGeometry)}
 
 
 def sweep_fw(op, M, N, dt, copy):
@@ -33,11 +48,12 @@ def sweep_fw(op, M, N, dt, copy):
     Desc, Plan, Args = ((bd.RMSNormDescriptor, bd.RMSNormPlan, bd.RMSNormArgs) if op == "rms" else
                         (bd.LayerNormDescriptor, bd.LayerNormPlan, bd.LayerNormArgs))
     kw = {} if op == "rms" else {"has_bias": False}
-    plan = Plan.select(Desc((M, N), 1, dt, 1e-6, True, **kw))
+    plan = Plan.select(Desc((M, N), 1, dt, 1e-6, True, **kw), PREF)
     short = bd.dtypes.dtype(dt).short
+    primary = plan._knobs
     out = []
     for k in candidates(spec.ROW_NORM_FW, short, op, N, plan._arch.value):
-        plan._knobs = k
+        plan._knobs, plan._records = k, {}  # launch records memoise the kernel
         fn = lambda x, w, y: plan.run(Args(x, y, w))  # noqa: E731
         x, w, y = sets[0]
         fn(x, w, y)
@@ -45,7 +61,8 @@ def sweep_fw(op, M, N, dt, copy):
                torch.nn.functional.layer_norm(x.double(), (N,), w.double(), None, 1e-6))
         err = ((y.double() - ref).norm() / ref.norm()).item()
         ms = time_ms(fn, sets)
-        out.append((nb / ms / 1e6 / copy, err, k))
+        out.append((nb / ms / 1e6 / copy, err, k, k == primary))
+    plan._knobs, plan._records = primary, {}
     return out
 
 
@@ -58,7 +75,7 @@ def sweep_bw(op, M, N, dt, copy):
                         (bd.LayerNormBackwardDescriptor, bd.LayerNormBackwardPlan,
                          bd.LayerNormBackwardArgs))
     kw = {} if op == "rms" else {"has_bias": False}
-    plan = Plan.select(Desc((M, N), 1, dt, True, **kw))
+    plan = Plan.select(Desc((M, N), 1, dt, True, **kw), PREF)
     sets = []
     for _ in range(n_sets(nb)):
         x = torch.randn(M, N, device="cuda", dtype=tdt)
@@ -70,6 +87,7 @@ def sweep_bw(op, M, N, dt, copy):
                                                                            dtype=tdt),
                      torch.empty(N, device="cuda", dtype=tdt)))
     short = bd.dtypes.dtype(dt).short
+    primary = plan._knobs
     out = []
     for k in candidates(spec.ROW_NORM_BW, short, op, N, plan._arch.value):
         plan._knobs = k
@@ -93,8 +111,9 @@ def sweep_bw(op, M, N, dt, copy):
         err = max(((dx.double() - gx).norm() / gx.norm()).item(),
                   ((dw.double() - gw).norm() / gw.norm()).item())
         ms = time_ms(fn, sets)
-        out.append((nb / ms / 1e6 / copy, err, k, ws))
-    return [(a, b, c) for a, b, c, _ in out]
+        out.append((nb / ms / 1e6 / copy, err, k, k == primary, ws))
+    plan._knobs = primary
+    return [(a, b, c, d) for a, b, c, d, _ in out]
 
 
 def main():
@@ -102,6 +121,7 @@ def main():
     ap.add_argument("--which", default="fw,bw")
     ns = ap.parse_args()
     copy = copy_bandwidth()
+    print(f"plans selected with {TUNING}  (* = the plan's pick)")
     cases = [(2048, 131072, "bfloat16"), (8192, 32768, "bfloat16"), (16384, 16384, "bfloat16"),
              (32768, 4096, "bfloat16"), (8192, 32768, "float32"), (32768, 4096, "float32")]
     for which in ns.which.split(","):
@@ -110,9 +130,9 @@ def main():
             for M, N, dt in cases:
                 res = sorted(fn(op, M, N, dt, copy), key=lambda r: -r[0])
                 print(f"\n{op} {which.upper()} {M}x{N} {dt}")
-                for frac, err, k in res[:4]:
-                    kk = {a: b for a, b in k.items() if a not in ("dtype", "op")}
-                    print(f"  {frac:.3f} of copy  err {err:.1e}  {kk}")
+                for frac, err, k, cur in res[:4]:
+                    print(f"  {'*' if cur else ' '} {frac:.3f} of copy  err {err:.1e}  "
+                          f"{geometry(k)}")
 
 
 if __name__ == "__main__":

@@ -2,15 +2,16 @@
 forward's row-length ladder (single CTA vs cluster, full vs half-size slices) from data.
 Usage (GPU host): ``python3 benchmarks/sweep_softmax.py [--which fw,bw] [--quick]``.
 
-Each candidate runs through the real plan with its kernel choice overridden (``plan._knobs``;
-the plan's launch records are reset), is checked once against torch (float64; err column) and
-timed with the batched CUDA-event method of bench_softmax.py (harness.bench), rotating through
-enough input sets to stay out of L2.  Candidates: the vectorised register buckets that hold the
-row, the cluster SKUs of the ladder and the half-size sweep clusters
-(``ops/softmax/specs/softmax.py``: CLUSTER_LADDER_FW, CLUSTER_EXTRA_FW; all in the prebuilt space) and
-the vectorised loop SKU.  The plan's current pick is marked ``*``.  To adopt a result, edit
-``CLUSTER_LADDER_FW`` (order of (CTAs, half) rungs) and ``SINGLE_CTA_MAX_FW`` (per dtype: longest
-row kept in one CTA on sm90a) in ops/softmax/specs/softmax.py; the summary prints the implied values.
+Each candidate runs through the real plan (selected with ``PlanPreference(tuning=TUNING)``)
+with its kernel choice overridden (``plan._knobs``; the plan's launch records are reset), is
+checked once against torch (float64; err column) and timed with the batched CUDA-event method of
+bench_softmax.py (harness.bench), rotating through enough input sets to stay out of L2.
+Candidates: the vectorised register buckets that hold the row, every cluster SKU (full and
+half-size slices: ``ops/softmax/specs/softmax.py`` FW_ROWS / BW_ROWS ``clusters``, all in the
+prebuilt space) and the vectorised loop SKU.  The plan's pick under ``TUNING`` is marked ``*``.
+To adopt a result, change the defaults of ``baracuda_dsl.SoftmaxTuning`` (ops/softmax/softmax.py):
+``ladder_fw`` / ``ladder_fw_by_dtype`` (order of (CTAs, half) rungs) and ``single_cta_max_fw``
+(per dtype: longest row kept in one CTA on sm90a); the summary prints the fastest per shape.
 """
 
 from __future__ import annotations
@@ -29,29 +30,40 @@ CASES = [(32768, 4096, "bfloat16"), (8192, 32768, "bfloat16"), (4096, 65536, "bf
 QUICK = [(8192, 32768, "bfloat16"), (2048, 131072, "bfloat16"), (512, 262144, "bfloat16")]
 
 
+def _tuning():
+    """The tuning record the plans are selected with (edit to try another ladder)."""
+    from baracuda_dsl.ops.softmax.softmax import SoftmaxTuning
+
+    return SoftmaxTuning()
+
+
+def _pref():
+    from baracuda_dsl import PlanPreference
+
+    return PlanPreference(tuning=_tuning())
+
+
 def candidates(template, dtype: str, n: int, arch: str):
-    from baracuda_dsl.ops.softmax.specs import softmax as spec
-
-    for k in template.skus(arch):
-        d = dict(k)
-        if d["dtype"] != dtype or d["vec"] == 1:
+    for frozen in template.skus(arch):
+        k = template.thaw(frozen)
+        if k.dtype != dtype or k.vec == 1:
             continue
-        if d["chunks"] == 0 or spec.bucket_cap(d) >= n:
+        if k.chunks == 0 or k.capacity >= n:
             # skip register SKUs far larger than the row (same code, idle lanes / CTAs)
-            if d["chunks"] and spec.bucket_cap(d) >= 4 * n:
+            if k.chunks and k.capacity >= 4 * n:
                 continue
-            yield d
+            yield k
 
 
-def _label(k: dict) -> str:
+def _label(k) -> str:
     from baracuda_dsl.ops.softmax.specs import softmax as spec
 
-    if k["chunks"] == 0:
-        return f"loop tpr={k['tpr']}"
-    c = k.get("cluster", 1)
-    half = c > 1 and spec.bucket_cap(k) // c < spec.register_cap(k["dtype"])
+    if k.chunks == 0:
+        return f"loop tpr={k.tpr}"
+    c = k.cluster
+    half = c > 1 and k.capacity // c < spec.FW_ROWS.caps[k.dtype]
     return (f"{'cluster ' + str(c) if c > 1 else 'one CTA'}{' half' if half else ''} "
-            f"tpr={k['tpr']} chunks={k['chunks']} cap={spec.bucket_cap(k)}")
+            f"tpr={k.tpr} chunks={k.chunks} cap={k.capacity}")
 
 
 def sweep_fw(torch, M, N, dt):
@@ -61,11 +73,11 @@ def sweep_fw(torch, M, N, dt):
     nb = 2 * M * N * tdt.itemsize
     sets = [(torch.randn(M, N, device="cuda", dtype=tdt) * 2,
              torch.empty(M, N, device="cuda", dtype=tdt)) for _ in range(H.n_sets(nb))]
-    plan = SoftmaxPlan.select(SoftmaxDescriptor((M, N), dt))
-    primary = dict(plan._knobs)
+    plan = SoftmaxPlan.select(SoftmaxDescriptor((M, N), dt), _pref())
+    primary = plan._knobs
     ref = torch.softmax(sets[0][0].double(), -1)
     out = []
-    for k in candidates(plan._template, primary["dtype"], N, plan._arch.value):
+    for k in candidates(plan._template, primary.dtype, N, plan._arch.value):
         plan._knobs, plan._records = k, {}
 
         def fn(x, y):
@@ -93,13 +105,13 @@ def sweep_bw(torch, M, N, dt):
         x = torch.randn(M, N, device="cuda", dtype=tdt) * 2
         sets.append((torch.randn(M, N, device="cuda", dtype=tdt), torch.softmax(x, -1),
                      torch.empty(M, N, device="cuda", dtype=tdt)))
-    plan = SoftmaxBackwardPlan.select(SoftmaxBackwardDescriptor((M, N), dt))
-    primary = dict(plan._knobs)
+    plan = SoftmaxBackwardPlan.select(SoftmaxBackwardDescriptor((M, N), dt), _pref())
+    primary = plan._knobs
     dy, y, _ = sets[0]
     yd, dyd = y.double(), dy.double()
     ref = yd * (dyd - (dyd * yd).sum(-1, keepdim=True))
     out = []
-    for k in candidates(plan._template, primary["dtype"], N, plan._arch.value):
+    for k in candidates(plan._template, primary.dtype, N, plan._arch.value):
         plan._knobs, plan._records = k, {}
 
         def fn(a, b, c):
@@ -123,7 +135,7 @@ def main(argv=None):
     torch = H._torch()
     H.check_cuda()
     copy = H.copy_bandwidth()["gbs"]
-    print(f"copy ceiling {copy:.0f} GB/s")
+    print(f"copy ceiling {copy:.0f} GB/s; plans selected with {_tuning()}")
     best = {}
     for which in ns.which.split(","):
         fn = sweep_fw if which == "fw" else sweep_bw
@@ -136,7 +148,7 @@ def main(argv=None):
             if res:
                 best[(which, dt, N)] = res[0][2]
             torch.cuda.empty_cache()
-    print("\nfastest per shape (ops/softmax/specs/softmax.py: CLUSTER_LADDER_FW, SINGLE_CTA_MAX_FW):")
+    print("\nfastest per shape (SoftmaxTuning: ladder_fw, ladder_fw_by_dtype, single_cta_max_fw):")
     for (which, dt, N), k in best.items():
         print(f"  {which} {dt} N={N}: {_label(k)}")
 

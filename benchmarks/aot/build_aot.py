@@ -42,10 +42,11 @@ PREFIX = "bench_aot"
 def sku_knobs():
     """The knobs RMSNormPlan picks for (1, 256) f32 on sm90a (launch.py times the same SKU)."""
     from baracuda_dsl.dtypes import float32
-    from baracuda_dsl.ops.normalization.row_norm import _primary_knobs
+    from baracuda_dsl.jit import freeze_knobs
+    from baracuda_dsl.ops.normalization.row_norm import RowNormTuning, primary_knobs
     from baracuda_dsl.vocabulary import ArchSku
 
-    return _primary_knobs(float32, "rms", 256, ArchSku.SM90A)
+    return dict(freeze_knobs(primary_knobs(float32, "rms", 256, ArchSku.SM90A, RowNormTuning())))
 
 
 def find_cuda_home() -> str:
@@ -92,7 +93,7 @@ def export(build: str, knobs: dict) -> dict:
     from baracuda_dsl.ops.normalization.kernels import row_norm
 
     t0 = time.perf_counter()
-    fn, args = row_norm.build(dict(knobs))
+    fn, args = row_norm.build(get_template("row_norm_fw").thaw(tuple(sorted(knobs.items()))))
     raw = inspect.unwrap(fn)
     sig = inspect.signature(raw)
     if "stream" not in sig.parameters:

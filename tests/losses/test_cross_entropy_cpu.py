@@ -1,7 +1,7 @@
 """CPU tests for the cross-entropy / NLL / fused linear cross-entropy plans: descriptor
 validation, SKU choice and space, and cross-compiles of samples of every template."""
 
-import os
+import dataclasses
 
 import pytest
 
@@ -11,9 +11,9 @@ from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
 from baracuda_dsl.ops import get_template
 from baracuda_dsl.ops.losses.cross_entropy import (CrossEntropyBackwardDescriptor,
                                                    CrossEntropyBackwardPlan, CrossEntropyDescriptor,
-                                                   CrossEntropyPlan, NLLLossBackwardDescriptor,
-                                                   NLLLossBackwardPlan, NLLLossDescriptor,
-                                                   NLLLossPlan)
+                                                   CrossEntropyPlan, CrossEntropyTuning,
+                                                   NLLLossBackwardDescriptor, NLLLossBackwardPlan,
+                                                   NLLLossDescriptor, NLLLossPlan)
 from baracuda_dsl.ops.losses.specs import cross_entropy as spec
 
 
@@ -97,6 +97,12 @@ def test_args_validation_without_gpu():
 
 
 # ------------------------------------------------------------------------------ SKU choice
+def _frozen(k):
+    from baracuda_dsl.jit import freeze_knobs
+
+    return freeze_knobs(k)
+
+
 @pytest.mark.parametrize("dt, c, want", [
     (bfloat16, 7, dict(tpr=32, rows=4, chunks=1, vec=8, cluster=1)),
     (bfloat16, 4096, dict(tpr=128, rows=1, chunks=4, vec=8, cluster=1)),
@@ -111,41 +117,67 @@ def test_args_validation_without_gpu():
 def test_fw_sku_choice(dt, c, want):
     p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, c, dt), PREF)
     for key, val in want.items():
-        assert p._knobs[key] == val, (key, p._knobs)
+        assert getattr(p._knobs, key) == val, (key, p._knobs)
     assert p.sku().template == "cross_entropy_fw"
-    assert dict(p.sku().knobs) in [dict(k) for k in get_template("cross_entropy_fw").skus(
-        "sm90a")]
+    assert p.sku().knobs == _frozen(p._knobs)
+    assert p.sku().knobs in get_template("cross_entropy_fw").skus("sm90a")
 
 
-def test_wide_knob(monkeypatch):
-    import baracuda_dsl.ops.losses.cross_entropy as pce
-
-    monkeypatch.setattr(pce, "WIDE_HALF_ABOVE", 2048)
-    fw = [dict(k) for k in get_template("cross_entropy_fw").skus("sm90a")]
+def test_wide_knob():
+    wide = CrossEntropyTuning(wide_half_above=2048)
+    pref = bd.PlanPreference(arch=bd.ArchSku.SM90A, tuning=wide)
+    pref80 = bd.PlanPreference(arch=bd.ArchSku.SM80, tuning=wide)
+    fw = get_template("cross_entropy_fw").skus("sm90a")
     for c, want in ((4096, dict(tpr=64, chunks=8, cluster=1)),
                     (32768, dict(tpr=512, chunks=8, cluster=1)),
                     (65536, dict(tpr=512, chunks=8, cluster=2)),
                     (131072, dict(tpr=512, chunks=8, cluster=4)),
                     (262144, dict(tpr=512, chunks=8, cluster=8))):
         for mode_kw in (dict(), dict(label_smoothing=0.1)):
-            p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, c, bfloat16, **mode_kw), PREF)
-            assert {k: p._knobs[k] for k in want} == want, (c, p._knobs)
-            assert p._knobs in fw
+            p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, c, bfloat16, **mode_kw), pref)
+            assert {k: getattr(p._knobs, k) for k in want} == want, (c, p._knobs)
+            assert _frozen(p._knobs) in fw
     # f32, short rows, sm80 beyond one CTA: unchanged
-    assert CrossEntropyPlan.select(CrossEntropyDescriptor(8, 4096, float32), PREF)._knobs[
-        "tpr"] == 256
-    assert CrossEntropyPlan.select(CrossEntropyDescriptor(8, 1024, bfloat16), PREF)._knobs[
-        "tpr"] == 32
-    p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, 131072, bfloat16), PREF80)
-    assert p._knobs["chunks"] == 0
-    p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, 32768, float16), PREF80)
-    assert p._knobs["tpr"] == 512 and p._knobs in [
-        dict(k) for k in get_template("cross_entropy_fw").skus("sm80")]
+    assert CrossEntropyPlan.select(CrossEntropyDescriptor(8, 4096, float32), pref)._knobs.tpr \
+        == 256
+    assert CrossEntropyPlan.select(CrossEntropyDescriptor(8, 1024, bfloat16), pref)._knobs.tpr \
+        == 32
+    p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, 131072, bfloat16), pref80)
+    assert p._knobs.chunks == 0
+    p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, 32768, float16), pref80)
+    assert p._knobs.tpr == 512 and _frozen(p._knobs) in get_template(
+        "cross_entropy_fw").skus("sm80")
+    # the default tuning keeps the regular buckets
+    p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, 4096, bfloat16), PREF)
+    assert (p._knobs.tpr, p._knobs.chunks) == (128, 4)
+
+
+def test_cluster_tuning():
+    """prefer_cluster_above sends rows above it to the ladder even within one CTA's bucket (and
+    beyond loop_above); loop_above moves the loop threshold; a rung that is not built is refused;
+    the SKU space is the same whatever the tuning."""
+    fw = get_template("cross_entropy_fw").skus("sm90a")
+    pref = bd.PlanPreference(arch=bd.ArchSku.SM90A,
+                             tuning=CrossEntropyTuning(prefer_cluster_above=16384))
+    for c, want in ((16384, (1, 512)), (16385, (2, 512)), (32768, (2, 512)), (65536, (4, 512)),
+                    (100000, (8, 512)), (262144, (8, 1024)), (262145, (1, 512))):
+        p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, c, bfloat16), pref)
+        assert (p._knobs.cluster, p._knobs.tpr) == want, (c, p._knobs)
+        assert _frozen(p._knobs) in fw
+    p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, 100000, bfloat16), PREF)
+    assert (p._knobs.cluster, p._knobs.chunks) == (1, 0)  # the default: loop above 65536
+    more = bd.PlanPreference(arch=bd.ArchSku.SM90A, tuning=CrossEntropyTuning(loop_above=None))
+    p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, 100000, bfloat16), more)
+    assert p._knobs.cluster == 8 and _frozen(p._knobs) in fw
+    bad = bd.PlanPreference(arch=bd.ArchSku.SM90A,
+                            tuning=CrossEntropyTuning(ladder=((2, False),)))
+    with pytest.raises(UnsupportedError):
+        CrossEntropyPlan.select(CrossEntropyDescriptor(8, 40000, bfloat16), bad)
 
 
 def test_no_clusters_off_sm90a():
     p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, 131072, bfloat16), PREF80)
-    assert p._knobs["cluster"] == 1 and p._knobs["chunks"] == 0
+    assert p._knobs.cluster == 1 and p._knobs.chunks == 0
     for k in get_template("cross_entropy_fw").skus("sm80"):
         assert dict(k)["cluster"] == 1
 
@@ -153,21 +185,21 @@ def test_no_clusters_off_sm90a():
 def test_bw_and_nll_sku_choice():
     p = CrossEntropyBackwardPlan.select(CrossEntropyBackwardDescriptor(
         8, 4096, bfloat16, label_smoothing=0.1), PREF)
-    assert p._knobs["mode"] == "smooth" and p._knobs["chunks"] == 4
+    assert p._knobs.mode == "smooth" and p._knobs.chunks == 4
     p = NLLLossBackwardPlan.select(NLLLossBackwardDescriptor(8, 100000, float32), PREF)
-    assert p._knobs["mode"] == "nll" and p._knobs["chunks"] == 0
+    assert p._knobs.mode == "nll" and p._knobs.chunks == 0
     p = NLLLossPlan.select(NLLLossDescriptor(8, 100, float16), PREF)
-    assert p._knobs == dict(dtype="f16", mode="nll", **spec.NLL_FW_GEO)
+    assert p._knobs == spec.CrossEntropyKnobs.of(spec.NLL_FW_GEO, dtype="f16", mode="nll")
 
 
 def test_generic_choice():
     from baracuda_dsl.ops.losses.cross_entropy import generic_knobs
 
-    assert generic_knobs(bfloat16, "plain", 10) == dict(dtype="bf16", mode="plain", cluster=1,
-                                                        **spec.SMALL_GENERIC)
-    assert generic_knobs(float32, "prob", 50257)["tpr"] == 256
+    assert generic_knobs(bfloat16, "plain", 10) == spec.CrossEntropyKnobs.of(
+        spec.SMALL_GENERIC, dtype="bf16", mode="plain")
+    assert generic_knobs(float32, "prob", 50257).tpr == 256
     p = CrossEntropyPlan.select(CrossEntropyDescriptor(8, 10, bfloat16), PREF)
-    assert p._generic["tpr"] == 32 and p._generic["rows"] == 4
+    assert p._generic.tpr == 32 and p._generic.rows == 4
 
 
 def test_sku_space_sizes():
@@ -206,7 +238,7 @@ def test_linear_ce_plans():
         8192, 4096, 128256, bfloat16), PREF)
     assert b.workspace_size() >= z + 8192 * 4096 * 2 + 8192 * 4096 * 4
     # last chunk 128256 - 31·4096 = 1280 columns: still the vector SKU
-    assert p._lce_knobs(1280)["vec"] == 4 and p._lce_knobs(1281)["vec"] == 1
+    assert p._lce_knobs(1280).vec == 4 and p._lce_knobs(1281).vec == 1
 
 
 # ------------------------------------------------------------------------------ namespace
@@ -223,12 +255,15 @@ SAMPLES = [
                               cluster=1)),
     ("cross_entropy_fw", dict(dtype="f32", mode="smooth", vec=4, tpr=512, rows=1, chunks=0,
                               cluster=1)),
-    ("cross_entropy_fw", dict(dtype="f16", mode="nll", **spec.NLL_FW_GEO)),
+    ("cross_entropy_fw", dict(dtype="f16", mode="nll", vec=1, tpr=1, rows=128, chunks=0,
+                              cluster=1)),
     ("cross_entropy_bw", dict(dtype="bf16", mode="prob", vec=8, tpr=32, rows=4, chunks=2,
                               cluster=1)),
     ("cross_entropy_reduce", dict(dtype="f64")),
-    ("cross_entropy_fw", dict(dtype="bf16", mode="smooth", cluster=1, **spec.SMALL_GENERIC)),
-    ("cross_entropy_bw", dict(dtype="f32", mode="plain", cluster=1, **spec.SMALL_GENERIC)),
+    ("cross_entropy_fw", dict(dtype="bf16", mode="smooth", vec=1, tpr=32, rows=4, chunks=0,
+                              cluster=1)),
+    ("cross_entropy_bw", dict(dtype="f32", mode="plain", vec=1, tpr=32, rows=4, chunks=0,
+                              cluster=1)),
     ("lce_chunk", dict(dtype="f32", op="bw", ddt="bf16", vec=4, tpr=512, rows=1, chunks=0,
                        cluster=1)),
 ]
@@ -268,7 +303,7 @@ class _Rec:
     def launch(self, grid, args, stream=0):
         n = len(get_template(self.template.name).params)
         assert len(args) == n, (self.template.name, len(args), n)
-        self.log.append((self.template.name, dict(self.knobs), grid, tuple(args)))
+        self.log.append((self.template.name, dataclasses.asdict(self.knobs), grid, tuple(args)))
 
 
 def _fake(plan):

@@ -1,6 +1,7 @@
 """Cross-entropy / NLL (FW + BW) and the fused linear cross-entropy on the GPU against float64
 torch references (torch.nn.functional + autograd)."""
 
+import dataclasses
 import itertools
 
 import pytest
@@ -83,8 +84,8 @@ def run_fw(x, t, target="index", reduction="mean", ii=-100, ls=0.0, w=None, knob
     idt = "int64" if target == "prob" else str(t.dtype).split(".")[-1]
     plan = ce.CrossEntropyPlan.select(ce.CrossEntropyDescriptor(
         n, c, dt, target, reduction, ii, ls, w is not None, idt))
-    if knobs is not None:
-        plan._knobs = dict(plan._knobs, **knobs)
+    if knobs is not None:  # a RowGeometry
+        plan._knobs = dataclasses.replace(plan._knobs, **dataclasses.asdict(knobs))
     loss = _nan((n,) if reduction == "none" else (1,), dt)
     lse = _nan((n,), CT[dt])
     tw = None if reduction == "none" else _nan((1,), CT[dt])
@@ -159,16 +160,17 @@ def _fw_geos(dt, c):
     from baracuda_dsl.ops.losses.specs import cross_entropy as spec
 
     short = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}[dt]
+    rows, wide = spec.FW_ROWS, spec.FW_ROWS.wide
     out = []
-    for cap in spec.WIDE_CAPS:
-        if cap >= c and short in spec.HALF_DTYPES:
-            out.append(spec.wide_config(short, cap))
+    for cap in wide.buckets:
+        if cap >= c and short in wide.dtypes:
+            out.append(rows.wide_bucket(short, cap))
             break
-    if short in spec.HALF_DTYPES:
-        out += [spec.wide_cluster_config(short, k) for k in spec.WIDE_CLUSTERS
-                if spec.bucket_cap(spec.wide_cluster_config(short, k)) >= c]
-    out += [spec.cluster_config(short, k, h) for k, h in spec.CLUSTER_LADDER
-            if spec.bucket_cap(spec.cluster_config(short, k, h)) >= c][:2]
+    if short in wide.dtypes:
+        out += [rows.wide_cluster(short, k) for k in wide.clusters
+                if rows.wide_cluster(short, k).capacity >= c]
+    out += [rows.cluster(short, k, h) for k, h in rows.clusters
+            if rows.cluster(short, k, h).capacity >= c][:2]
     return out
 
 

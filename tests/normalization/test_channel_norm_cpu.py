@@ -8,7 +8,6 @@ import pytest
 
 import baracuda_dsl as bd
 from baracuda_dsl.ops.normalization import channel_norm as cn
-from baracuda_dsl.ops.normalization.specs import channel_norm as spec
 
 PREF = bd.PlanPreference(arch=bd.ArchSku.SM90A)
 
@@ -239,10 +238,10 @@ def _ref_backward(x, dy, groups, w, eps, per_channel):
     ("gn", (3, 6, 7), 3), ("gn", (2, 4, 1, 5), 1), ("in", (2, 3, 9), None),
     ("gn", (1, 4, 5000), 2),
 ])
-def test_emulated_kernels_match_reference(kind, shape, groups, monkeypatch):
+def test_emulated_kernels_match_reference(kind, shape, groups):
     """The kernels' index math / Chan merges / coefficient formulas, replayed in numpy with the
-    plan's geometry (small MIN_CHUNK so that units split into several chunks)."""
-    monkeypatch.setattr(cn, "MIN_CHUNK", 64)
+    plan's geometry (small min_chunk so that units split into several chunks)."""
+    PREF = bd.PlanPreference(arch=bd.ArchSku.SM90A, tuning=cn.ChannelNormTuning(min_chunk=64))
     rng = np.random.default_rng(0)
     x = rng.standard_normal(shape) * 2 + 50.0
     dy = rng.standard_normal(shape)

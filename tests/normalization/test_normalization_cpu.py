@@ -35,18 +35,21 @@ def test_forward_select_validation(plan, desc):
 
 
 def test_bucket_choice_covers_row():
-    from baracuda_dsl.ops.normalization.specs.row_norm import (bucket_cap, register_cap,
-                                                               register_cap_bw)
+    from baracuda_dsl.ops.normalization.specs.row_norm import (BW_ROWS, FW_ROWS, ROW_NORM_BW,
+                                                               ROW_NORM_FW)
 
     for n in (1, 255, 256, 257, 4096, 4097, 32768, 32769, 100000, 262144):
         p = bd.RMSNormPlan.select(bd.RMSNormDescriptor((4, n), 1, "f16"), PREF)
-        for plan, limit in ((p, 8 * register_cap("f16")), (bd.RMSNormBackwardPlan.select(
-                bd.RMSNormBackwardDescriptor((4, n), 1, "f16"), PREF), 8 * register_cap_bw("f16"))):
-            k = dict(plan.sku().knobs)
+        for plan, limit, t in ((p, 8 * FW_ROWS.caps["f16"], ROW_NORM_FW),
+                               (bd.RMSNormBackwardPlan.select(
+                                   bd.RMSNormBackwardDescriptor((4, n), 1, "f16"), PREF),
+                                8 * BW_ROWS.caps["f16"], ROW_NORM_BW)):
+            k = t.thaw(plan.sku().knobs)
+            assert plan.sku().knobs in t.skus("sm90a")
             if n <= limit:  # register bucket, possibly split over a cluster
-                assert bucket_cap(k) >= n and k["chunks"] > 0
+                assert k.capacity >= n and k.chunks > 0
             else:  # loop SKU serves any length
-                assert k["chunks"] == 0
+                assert k.chunks == 0
     # clusters only on sm90a: sm80 takes the loop SKU for long rows
     p80 = bd.RMSNormPlan.select(bd.RMSNormDescriptor((4, 100000), 1, "f16"),
                                 bd.PlanPreference(arch=bd.ArchSku.SM80))

@@ -9,9 +9,10 @@ import pytest
 from baracuda_dsl import ArchSku, PlanPreference
 from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
 from baracuda_dsl.ops.softmax.softmax import (SoftmaxBackwardDescriptor, SoftmaxBackwardPlan,
-                                              SoftmaxDescriptor, SoftmaxPlan,
+                                              SoftmaxDescriptor, SoftmaxPlan, SoftmaxTuning,
                                               SparsemaxBackwardDescriptor, SparsemaxBackwardPlan,
-                                              SparsemaxDescriptor, SparsemaxPlan, _geometry)
+                                              SparsemaxDescriptor, SparsemaxPlan)
+from baracuda_dsl.ops.softmax.softmax import _layout
 from baracuda_dsl.ops.softmax.specs import softmax as spec
 
 LOG2E_T = 1.4426950408889634
@@ -68,67 +69,90 @@ def test_log_flags_and_names():
         "sparsemax_fw"
 
 
+def _knobs(plan) -> spec.SoftmaxKnobs:
+    """The plan's primary SKU as a knobs instance."""
+    return plan._template.thaw(plan.sku().knobs)
+
+
 @pytest.mark.parametrize("dt", ["f32", "f16", "bf16", "f64"])
 def test_bucket_choice_covers_row(dt):
+    ladders = SoftmaxTuning()
     for n in (1, 7, 33, 511, 512, 513, 1000, 4096, 4097, 8193, 16385, 32768, 32769, 70000,
               131072, 262144, 262145, 10**6):
         for plan, desc, bw in ((SoftmaxPlan, SoftmaxDescriptor, False),
                                (SoftmaxBackwardPlan, SoftmaxBackwardDescriptor, True),
                                (SparsemaxPlan, SparsemaxDescriptor, False),
                                (SparsemaxBackwardPlan, SparsemaxBackwardDescriptor, True)):
-            cap = spec.register_cap(dt, bw)
+            engine = spec.BW_ROWS if bw else spec.FW_ROWS
+            cap = engine.caps[dt]
             sparse = plan is SparsemaxPlan
             for pref in (PREF, P80):
-                k = dict(plan.select(desc((3, n), dt), pref).sku().knobs)
-                ladder = [spec.bucket_cap(spec.cluster_config(dt, c, bw, h))
-                          for c, h in spec.cluster_ladder(bw, dt)]
+                p = plan.select(desc((3, n), dt), pref)
+                k = _knobs(p)
+                ladder = [engine.cluster(dt, c, h).capacity
+                          for c, h in ladders.policy(dt, bw).ladder]
                 limit = cap if (sparse or pref is P80) else max([cap] + ladder)
                 if n <= limit:
-                    assert k["chunks"] > 0 and spec.bucket_cap(k) >= n, (plan, n, k)
+                    assert k.chunks > 0 and k.capacity >= n, (plan, n, k)
                     # the smallest fitting bucket / cluster
-                    assert spec.bucket_cap(k) < 4 * max(n, 512), (plan, n, k)
+                    assert k.capacity < 4 * max(n, 512), (plan, n, k)
                 else:
-                    assert k["chunks"] == 0 and k["cluster"] == 1
+                    assert k.chunks == 0 and k.cluster == 1
                 if pref is P80 or sparse:
-                    assert k["cluster"] == 1
-                assert k in [dict(s) for s in plan._template.skus(
-                    "sm90a" if pref is PREF else "sm80")], k
+                    assert k.cluster == 1
+                assert p.sku().knobs in plan._template.skus(
+                    "sm90a" if pref is PREF else "sm80"), k
     # the benchmark shapes on sm90a (ladder from the sweep): bf16 one CTA to 32K, then clusters
     # of full 32K-element slices (1024 threads) to 256K
     for n in (4096, 32768):
-        k = dict(SoftmaxPlan.select(SoftmaxDescriptor((8, n), "bf16"), PREF).sku().knobs)
-        assert k["chunks"] > 0 and k["cluster"] == 1, k
+        k = _knobs(SoftmaxPlan.select(SoftmaxDescriptor((8, n), "bf16"), PREF))
+        assert k.chunks > 0 and k.cluster == 1, k
     for n, c in ((65536, 2), (131072, 4), (262144, 8)):
-        k = dict(SoftmaxPlan.select(SoftmaxDescriptor((8, n), "bf16"), PREF).sku().knobs)
-        assert (k["cluster"], k["tpr"], spec.bucket_cap(k)) == (c, 1024, 32768 * c), k
+        k = _knobs(SoftmaxPlan.select(SoftmaxDescriptor((8, n), "bf16"), PREF))
+        assert (k.cluster, k.tpr, k.capacity) == (c, 1024, 32768 * c), k
 
 
-def test_ladder_override_hooks(monkeypatch):
-    """SINGLE_CTA_MAX_FW / CLUSTER_LADDER_FW (set from benchmarks/sweep_softmax.py) move rows to
-    half-size clusters on sm90a; every choice stays inside the prebuilt space; sm80 unchanged."""
-    monkeypatch.setattr(spec, "SINGLE_CTA_MAX_FW", {"bf16": 16384, "f32": 16384})
-    monkeypatch.setattr(spec, "CLUSTER_LADDER_FW",
-                        ((2, True), (4, True), (8, True), (8, False)))
-    monkeypatch.setattr(spec, "CLUSTER_LADDER_FW_DTYPE", {})
-    space = [dict(s) for s in spec.SOFTMAX_FW.skus("sm90a")]
+def test_ladder_tuning():
+    """SoftmaxTuning(single_cta_max_fw=..., ladder_fw=...) (set from benchmarks/sweep_softmax.py)
+    moves rows to half-size clusters on sm90a; every choice stays inside the prebuilt space;
+    sm80 unchanged; the SKU space does not depend on the tuning."""
+    tuning = SoftmaxTuning(ladder_fw=((2, True), (4, True), (8, True), (8, False)),
+                           single_cta_max_fw={"bf16": 16384, "f32": 16384})
+    assert hash(tuning) == hash(SoftmaxTuning(ladder_fw=[(2, True), (4, True), (8, True),
+                                                         (8, False)],
+                                              single_cta_max_fw=(("f32", 16384),
+                                                                 ("bf16", 16384))))
+    pref = PlanPreference(arch=ArchSku.SM90A, tuning=tuning)
+    space = spec.SOFTMAX_FW.skus("sm90a")
     for dt in ("bf16", "f32", "f16", "f64"):
         for n in (4096, 16384, 16385, 32768, 65536, 131072, 131073, 262144, 262145):
-            k = dict(SoftmaxPlan.select(SoftmaxDescriptor((2, n), dt), PREF).sku().knobs)
-            assert k in space, k
-            if n > 8 * spec.register_cap(dt):
-                assert k["chunks"] == 0
+            p = SoftmaxPlan.select(SoftmaxDescriptor((2, n), dt), pref)
+            k = _knobs(p)
+            assert p.sku().knobs in space, k
+            if n > 8 * spec.FW_ROWS.caps[dt]:
+                assert k.chunks == 0
                 continue
-            assert k["chunks"] > 0 and spec.bucket_cap(k) >= n, (dt, n, k)
-            one = 16384 if dt in ("bf16", "f32") else spec.register_cap(dt)
-            assert (k["cluster"] == 1) == (n <= one), (dt, n, k)
+            assert k.chunks > 0 and k.capacity >= n, (dt, n, k)
+            one = 16384 if dt in ("bf16", "f32") else spec.FW_ROWS.caps[dt]
+            assert (k.cluster == 1) == (n <= one), (dt, n, k)
             if dt in ("bf16", "f32") and 16384 < n <= 131072:
-                assert spec.bucket_cap(k) // k["cluster"] == 16384, (dt, n, k)  # half slices
-    k = dict(SoftmaxPlan.select(SoftmaxDescriptor((2, 32768), "bf16"), P80).sku().knobs)
-    assert k["cluster"] == 1 and k["chunks"] > 0
+                assert k.capacity // k.cluster == 16384, (dt, n, k)  # half slices
+    p80 = PlanPreference(arch=ArchSku.SM80, tuning=tuning)
+    k = _knobs(SoftmaxPlan.select(SoftmaxDescriptor((2, 32768), "bf16"), p80))
+    assert k.cluster == 1 and k.chunks > 0
     # backward unaffected
-    k = dict(SoftmaxBackwardPlan.select(SoftmaxBackwardDescriptor((2, 32768), "bf16"),
-                                        PREF).sku().knobs)
-    assert k["cluster"] == 1
+    k = _knobs(SoftmaxBackwardPlan.select(SoftmaxBackwardDescriptor((2, 32768), "bf16"), pref))
+    assert k.cluster == 1
+    # a per-dtype forward ladder; a rung that is not built is refused at select
+    byd = PlanPreference(arch=ArchSku.SM90A, tuning=SoftmaxTuning(
+        ladder_fw_by_dtype={"bf16": ((8, True),)}))
+    k = _knobs(SoftmaxPlan.select(SoftmaxDescriptor((2, 65536), "bf16"), byd))
+    assert (k.cluster, k.tpr) == (8, 512), k
+    k = _knobs(SoftmaxPlan.select(SoftmaxDescriptor((2, 65536), "f16"), byd))
+    assert (k.cluster, k.tpr) == (2, 1024), k
+    bad = PlanPreference(arch=ArchSku.SM90A, tuning=SoftmaxTuning(ladder_bw=((2, True),)))
+    with pytest.raises(UnsupportedError):
+        SoftmaxBackwardPlan.select(SoftmaxBackwardDescriptor((2, 65536), "bf16"), bad)
 
 
 def test_sku_space_sizes():
@@ -143,28 +167,28 @@ def test_sku_space_sizes():
     assert max(total.values()) <= 150
     for n in ("softmax_fw", "softmax_bw", "sparsemax_fw"):
         for k in get_template(n).skus("sm90a"):
-            k = dict(k)
+            k = get_template(n).thaw(k)
             g = get_template(n).geometry(k)
             assert g.threads <= 1024 and g.smem_bytes < 48 * 1024
             if n == "sparsemax_fw":  # data-dependent step counts: one row per multi-warp CTA
-                assert k["tpr"] <= 32 or k["rows"] == 1
+                assert k.tpr <= 32 or k.rows == 1
 
 
-def test_geometry_rules():
-    g = _geometry((4, 6, 8), 2, ("x", "y"), ((48, 8, 1), (48, 8, 1)))
+def test_layout_rules():
+    g = _layout((4, 6, 8), 2, ("x", "y"), ((48, 8, 1), (48, 8, 1)))
     assert g.sizes == (1, 1, 24) and g.strides == ((0, 0, 8), (0, 0, 8))
     # axis in the middle with unit stride (a transposed view)
-    g = _geometry((4, 8, 6), 1, ("x", "y"), ((48, 1, 8), (48, 1, 8)))
+    g = _layout((4, 8, 6), 1, ("x", "y"), ((48, 1, 8), (48, 1, 8)))
     assert g.sizes == (1, 1, 24) and g.strides[0] == (0, 0, 8)
-    g = _geometry((4, 8, 6), 1, ("x", "y"), ((100, 1, 8), (48, 1, 8)))
+    g = _layout((4, 8, 6), 1, ("x", "y"), ((100, 1, 8), (48, 1, 8)))
     assert g.sizes == (1, 4, 6) and g.strides == ((0, 100, 8), (0, 48, 8))
     with pytest.raises(UnsupportedError):
-        _geometry((4, 8), 1, ("x", "y"), ((1, 4), (8, 1)))
+        _layout((4, 8), 1, ("x", "y"), ((1, 4), (8, 1)))
     with pytest.raises(UnsupportedError):  # 4 strided outer groups
-        _geometry((2, 3, 5, 7, 8), 4, ("x",), ((1000, 200, 30, 9, 1),))
+        _layout((2, 3, 5, 7, 8), 4, ("x",), ((1000, 200, 30, 9, 1),))
     # broadcast input rows (stride 0) are fine; gcd spots odd strides
-    assert _geometry((4, 8), 1, ("x",), ((0, 1),)).gcd == 8
-    assert _geometry((4, 8), 1, ("x",), ((9, 1),)).gcd == 1
+    assert _layout((4, 8), 1, ("x",), ((0, 1),)).gcd == 8
+    assert _layout((4, 8), 1, ("x",), ((9, 1),)).gcd == 1
 
 
 # ---------------------------------------------------------------- numpy emulation

@@ -259,7 +259,6 @@ def test_forward_every_wide_sku(dt, n):
     random rows, a NaN row (all NaN, as PyTorch), huge values and −inf entries."""
     torch = _torch()
     from baracuda_dsl.ops.softmax.softmax import SoftmaxArgs, SoftmaxDescriptor, SoftmaxPlan
-    from baracuda_dsl.ops.softmax.specs import softmax as spec
 
     big = {"float16": 6e4, "bfloat16": 1e38, "float32": 1e38}[dt]
     x = _rand((4, n), dt, seed=n)
@@ -268,9 +267,9 @@ def test_forward_every_wide_sku(dt, n):
     x[3, ::2] = float("-inf")
     for log in (False, True):
         plan = SoftmaxPlan.select(SoftmaxDescriptor((4, n), dt, -1, log))
-        ks = [dict(k) for k in plan._template.skus(plan._arch.value)]
-        ks = [k for k in ks if k["dtype"] == plan._knobs["dtype"] and k["chunks"] > 0
-              and n <= spec.bucket_cap(k) < 4 * n]
+        ks = [plan._template.thaw(k) for k in plan._template.skus(plan._arch.value)]
+        ks = [k for k in ks if k.dtype == plan._knobs.dtype and k.chunks > 0
+              and n <= k.capacity < 4 * n]
         ref = (torch.log_softmax if log else torch.softmax)(x.double(), -1)
         for k in ks:
             plan._knobs, plan._records = k, {}

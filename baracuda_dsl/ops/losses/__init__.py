@@ -3,9 +3,9 @@ cross-entropy, pointwise losses, row losses, CTC."""
 
 from .cross_entropy import (CrossEntropyArgs, CrossEntropyBackwardArgs,
                             CrossEntropyBackwardDescriptor, CrossEntropyBackwardPlan,
-                            CrossEntropyDescriptor, CrossEntropyPlan, NLLLossArgs,
-                            NLLLossBackwardArgs, NLLLossBackwardDescriptor, NLLLossBackwardPlan,
-                            NLLLossDescriptor, NLLLossPlan)
+                            CrossEntropyDescriptor, CrossEntropyPlan, CrossEntropyTuning,
+                            NLLLossArgs, NLLLossBackwardArgs, NLLLossBackwardDescriptor,
+                            NLLLossBackwardPlan, NLLLossDescriptor, NLLLossPlan)
 from .ctc import (CTCLossArgs, CTCLossBackwardArgs, CTCLossBackwardDescriptor, CTCLossBackwardPlan,
                   CTCLossDescriptor, CTCLossPlan)
 from .linear_cross_entropy import (LinearCrossEntropyArgs, LinearCrossEntropyBackwardArgs,
@@ -31,6 +31,7 @@ __all__ = [
     "CrossEntropyArgs", "CrossEntropyBackwardArgs", "CrossEntropyBackwardDescriptor",
     "CrossEntropyBackwardPlan", "CrossEntropyDescriptor", "CrossEntropyPlan", "NLLLossArgs",
     "NLLLossBackwardArgs", "NLLLossBackwardDescriptor", "NLLLossBackwardPlan", "NLLLossDescriptor",
+    "CrossEntropyTuning",
     "NLLLossPlan", "CTCLossArgs", "CTCLossBackwardArgs", "CTCLossBackwardDescriptor",
     "CTCLossBackwardPlan", "CTCLossDescriptor", "CTCLossPlan", "LinearCrossEntropyArgs",
     "LinearCrossEntropyBackwardArgs", "LinearCrossEntropyBackwardDescriptor",

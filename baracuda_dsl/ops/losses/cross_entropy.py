@@ -26,24 +26,26 @@ Bad targets: class indices are NOT wrapped (as torch); an index outside [0, c) t
 ``ignore_index`` reads nothing, counts as ignored (loss 0, den 0, dx 0) and stores 1 into the
 optional int32 ``status`` word (zero it first).
 
-Kernel choice (forward): rows up to 32768 elements (16384 for f64) stay in registers (bucket SKU,
-x read once); on sm90a longer rows up to ``LOOP_ABOVE`` (65536) are split over a thread-block
-cluster; longer rows run the loop SKU (one online max / sum-exp pass, any length — measured
-faster than the 8-CTA clusters).  Operands that are not
-16-byte aligned (or c / the row stride not a multiple of the vector width) take the generic
-element-wise loop SKU.  The backward streams each row once (x read, dx written).
+Kernel choice (forward, the row engine of ``specs/cross_entropy.py`` under
+:class:`CrossEntropyTuning`): rows up to 32768 elements (16384 for f64) stay in registers
+(bucket SKU, x read once); on sm90a longer rows up to ``loop_above`` (65536) are split over a
+thread-block cluster; longer rows run the loop SKU (one online max / sum-exp pass, any length —
+measured faster than the 8-CTA clusters).  Operands that are not 16-byte aligned (or c / the row
+stride not a multiple of the vector width) take the generic element-wise loop SKU.  The
+backward streams each row once (x read, dx written).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
+from ...common.rows import Ladder, RowPolicy, ladder_of
 from ...dtypes import FP4, DType, float32, float64, int32, int64
 from ...errors import InvalidProblemError, UnsupportedError
 from ...jit import freeze_knobs
-from ...plan import (Plan, align_up, begin_select, check_dtype, check_finite,
-                     check_writable_no_overlap, plan_arch, view_arg)
-from ...runtime.stream import stream_handle
+from ...plan import (Plan, align_up, check_dtype, check_finite, check_writable_no_overlap,
+                     view_arg)
 from .specs import cross_entropy as spec
 from ...vocabulary import ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 
@@ -63,93 +65,74 @@ def _precision(dt: DType) -> PrecisionGuarantee:
                               bit_stable_on_same_hardware=True, deterministic=True)
 
 
-def _sku(op: str, dt: DType, arch, template: str, knobs: dict) -> KernelSku:
+def cross_entropy_sku(op: str, dt: DType, arch, template: str, knobs) -> KernelSku:
+    """The LOSS KernelSku of a cross-entropy plan (math, accumulator and saved statistics in
+    :func:`stats_dtype`; deterministic)."""
     return KernelSku(OpCategory.LOSS, op, dt, arch, BackendKind.CUTE_DSL, _precision(dt),
                      aux_element=stats_dtype(dt), template=template, knobs=freeze_knobs(knobs))
 
 
-#: sm90a tuning knob (None = off): rows longer than this take the cluster ladder even when one
-#: CTA's register bucket would hold them (two 512-thread CTAs per SM instead of one of 1024
-#: threads); set from a sweep on the H100
-PREFER_CLUSTER_ABOVE = None
+@dataclass(frozen=True)
+class CrossEntropyTuning:
+    """Cross-entropy forward kernel choice (``PlanPreference(tuning=CrossEntropyTuning(...))``).
+
+    ``ladder``                sm90a cluster rungs (CTAs, half-size slices?) for rows beyond one
+                              CTA's register bucket, among the built cluster SKUs;
+    ``loop_above``            such rows longer than this skip the ladder for the vectorised loop
+                              (one online pass, x read once).  Sweep of 2026-11-23 on the H100
+                              (benchmarks/sweep_cross_entropy.py, fraction of copy): bf16 64K —
+                              cluster-4 0.97, loop 0.96; 128K — loop 1.00, cluster-8 0.92;
+                              256K — loop 1.00, cluster-8 0.85; f32 128K — loop 1.03, cluster-8
+                              0.94;
+    ``prefer_cluster_above``  (sm90a; None = off) rows longer than this take the ladder even
+                              when one CTA's register bucket would hold them (two 512-thread CTAs
+                              per SM instead of one of 1024 threads);
+    ``wide_half_above``       (f16 / bf16; None = off) rows longer than this take the "wide"
+                              SKUs (half the threads per row, twice the elements per thread;
+                              beyond one CTA, clusters of 512-thread × 32K-element slices).
+    The SKU space is the same whatever the tuning."""
+
+    ladder: Ladder = ((2, True), (4, True), (8, True), (8, False))
+    loop_above: Optional[int] = 65536
+    prefer_cluster_above: Optional[int] = None
+    wide_half_above: Optional[int] = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "ladder", ladder_of(self.ladder))
+
+    def policy(self) -> RowPolicy:
+        """The row-engine policy of the forward kernel."""
+        return RowPolicy(ladder=self.ladder, cluster_above=self.prefer_cluster_above,
+                         loop_above=self.loop_above, wide_above=self.wide_half_above)
 
 
-#: sm90a/sm80 tuning knob for f16/bf16 (None = off): rows longer than this take the "wide"
-#: forward SKUs (half the threads per row, twice the elements per thread; beyond one CTA, clusters
-#: of 512-thread × 32K-element slices); set from benchmarks/sweep_cross_entropy.py on the H100
-WIDE_HALF_ABOVE = None
-
-
-#: rows longer than this skip the cluster ladder for the vectorised loop (one online pass, x read
-#: once).  Sweep of 2026-11-23 on the H100 (benchmarks/sweep_cross_entropy.py, fraction of copy):
-#: bf16 64K — cluster-4 0.97, loop 0.96; 128K — loop 1.00, cluster-8 0.92; 256K — loop 1.00,
-#: cluster-8 0.85; f32 128K — loop 1.03, cluster-8 0.94.
-LOOP_ABOVE = 65536
-
-
-def _wide_knobs(dt: DType, mode: str, c: int, arch):
-    if dt.short not in spec.HALF_DTYPES or c > spec.register_cap(dt.short) * 8:
-        return None
-    if c <= spec.register_cap(dt.short):
-        b = next(x for x in spec.BUCKETS if x >= c)
-        if b not in spec.WIDE_CAPS:
-            return None
-        return dict(dtype=dt.short, mode=mode, **spec.wide_config(dt.short, b))
-    if arch is not ArchSku.SM90A:
-        return None
-    for cl in spec.WIDE_CLUSTERS:
-        k = spec.wide_cluster_config(dt.short, cl)
-        if c <= spec.bucket_cap(k):
-            return dict(dtype=dt.short, mode=mode, **k)
-    return None
-
-
-def fw_knobs(dt: DType, mode: str, c: int, arch) -> dict:
+def fw_knobs(dt: DType, mode: str, c: int, arch: ArchSku,
+             tuning: CrossEntropyTuning) -> spec.CrossEntropyKnobs:
     """Forward SKU for rows of ``c`` classes: the smallest register bucket that holds the row,
-    then (sm90a, rows ≤ ``LOOP_ABOVE``) a cluster of slices, then the vectorised loop (``WIDE_HALF_ABOVE`` and
-    ``PREFER_CLUSTER_ABOVE`` switch to the alternatives)."""
+    then (sm90a, rows ≤ ``tuning.loop_above``) a cluster of slices, then the vectorised loop
+    (``wide_half_above`` and ``prefer_cluster_above`` switch to the alternatives); NLL reads one
+    element a row (one thread per row)."""
     if mode == "nll":
-        return dict(dtype=dt.short, mode=mode, **spec.NLL_FW_GEO)
-    if WIDE_HALF_ABOVE is not None and c > WIDE_HALF_ABOVE:
-        k = _wide_knobs(dt, mode, c, arch)
-        if k is not None:
-            return k
-    cap = spec.register_cap(dt.short)
-    if (arch is ArchSku.SM90A and PREFER_CLUSTER_ABOVE is not None
-            and c > PREFER_CLUSTER_ABOVE):
-        for cl, half in spec.CLUSTER_LADDER:
-            k = spec.cluster_config(dt.short, cl, half)
-            if c <= spec.bucket_cap(k):
-                return dict(dtype=dt.short, mode=mode, **k)
-    if c <= cap:
-        b = next(x for x in spec.BUCKETS if x >= c)
-        return dict(dtype=dt.short, mode=mode, cluster=1, **spec.bucket_config(dt.short, b))
-    if arch is ArchSku.SM90A and c <= LOOP_ABOVE:
-        for cl, half in spec.CLUSTER_LADDER:
-            k = spec.cluster_config(dt.short, cl, half)
-            if c <= spec.bucket_cap(k):
-                return dict(dtype=dt.short, mode=mode, **k)
-    return dict(dtype=dt.short, mode=mode, cluster=1, **spec.loop_config(dt.short, True))
+        return spec.CrossEntropyKnobs.of(spec.NLL_FW_GEO, dtype=dt.short, mode=mode)
+    g = spec.FW_ROWS.choose(dt.short, c, arch is ArchSku.SM90A, tuning.policy())
+    return spec.CrossEntropyKnobs.of(g, dtype=dt.short, mode=mode)
 
 
-def bw_knobs(dt: DType, mode: str, c: int) -> dict:
+def bw_knobs(dt: DType, mode: str, c: int, arch: ArchSku) -> spec.CrossEntropyKnobs:
     """Backward SKU: the register bucket geometry for short rows (one batch per thread), the
-    vectorised loop beyond."""
-    cap = spec.register_cap(dt.short)
-    if c <= cap:
-        b = next(x for x in spec.BUCKETS if x >= c)
-        return dict(dtype=dt.short, mode=mode, cluster=1, **spec.bucket_config(dt.short, b))
-    return dict(dtype=dt.short, mode=mode, cluster=1, **spec.loop_config(dt.short, True))
+    vectorised loop beyond (the backward has no cluster SKUs)."""
+    g = spec.BW_ROWS.choose(dt.short, c, arch is ArchSku.SM90A)
+    return spec.CrossEntropyKnobs.of(g, dtype=dt.short, mode=mode)
 
 
-def generic_knobs(dt: DType, mode: str, c: int) -> dict:
+def generic_knobs(dt: DType, mode: str, c: int) -> spec.CrossEntropyKnobs:
     """The element-wise loop SKU for misaligned operands (a warp per row for short rows)."""
-    if c <= spec.SMALL_GENERIC_MAX:
-        return dict(dtype=dt.short, mode=mode, cluster=1, **spec.SMALL_GENERIC)
-    return dict(dtype=dt.short, mode=mode, cluster=1, **spec.loop_config(dt.short, False))
+    return spec.CrossEntropyKnobs.of(spec.FW_ROWS.generic(c), dtype=dt.short, mode=mode)
 
 
-def _check_int(v, what: str, lo: int = 0) -> int:
+def check_size(v, what: str, lo: int = 0) -> int:
+    """``v`` as an int in [lo, 2^31): InvalidProblemError for a non-int (or bool) or below
+    ``lo``, UnsupportedError from 2^31 on."""
     if isinstance(v, bool) or not isinstance(v, int):
         raise InvalidProblemError(f"{what} must be an int, got {v!r}")
     if v < lo:
@@ -160,8 +143,8 @@ def _check_int(v, what: str, lo: int = 0) -> int:
 
 
 def _check_common(self, who: str, with_target_kind: bool = True) -> None:
-    object.__setattr__(self, "n", _check_int(self.n, f"{who}: n"))
-    object.__setattr__(self, "c", _check_int(self.c, f"{who}: c", 1))
+    object.__setattr__(self, "n", check_size(self.n, f"{who}: n"))
+    object.__setattr__(self, "c", check_size(self.c, f"{who}: c", 1))
     object.__setattr__(self, "dtype", check_dtype(self.dtype, FP4, who))
     if self.reduction not in REDUCTIONS:
         raise InvalidProblemError(f"{who}: reduction must be one of {REDUCTIONS}, got "
@@ -346,14 +329,17 @@ def _weight_view(obj, desc, dev):
     return w
 
 
-def _scalar_view(obj, name, dt, dev, optional=False):
+def scalar_view(obj, name, dt, dev, optional=False):
+    """A one-element view (a scalar loss / gradient / total weight); InvalidProblemError
+    otherwise."""
     v = view_arg(obj, name, optional=optional, dtype=dt, device=dev)
     if v is not None and v.numel != 1:
         raise InvalidProblemError(f"{name}: must hold exactly one element, got shape {v.shape}")
     return v
 
 
-def _vec_view(obj, name, n, dt, dev, optional=True):
+def vector_view(obj, name, n, dt, dev, optional=True):
+    """A dense vector view of ``n`` values (per-row losses, lse, upstream gradients)."""
     v = view_arg(obj, name, optional=optional, dtype=dt, device=dev)
     if v is not None and (v.numel != n or (n > 1 and not v.is_contiguous())):
         raise InvalidProblemError(f"{name}: must be a dense vector of n={n} values, got shape "
@@ -361,14 +347,16 @@ def _vec_view(obj, name, n, dt, dev, optional=True):
     return v
 
 
-def _status(obj, dev):
+def status_view(obj, dev):
+    """The optional int32 ``status`` word (set to 1 by the kernels on a bad target)."""
     s = view_arg(obj, "status", optional=True, dtype=int32, device=dev)
     if s is not None and s.numel < 1:
         raise InvalidProblemError("status: needs at least one int32 element")
     return s
 
 
-def _p(v) -> int:
+def ptr_of(v) -> int:
+    """The view's device pointer, 0 for an absent operand."""
     return 0 if v is None else v.ptr
 
 
@@ -378,22 +366,18 @@ def _aligned(vec: int, views_strides) -> bool:
 
 # ================================================================================== forward
 class _LossForward(Plan):
-    _who = "CrossEntropyPlan"
     _op = "cross_entropy"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        plan = begin_select(cls, desc, pref, cls._desc_type, plan_arch)
-        d = desc
-        arch = plan._arch
-        plan._knobs = fw_knobs(d.dtype, d.mode, d.c, arch)
-        plan._generic = generic_knobs(d.dtype, d.mode, d.c) if d.mode != "nll" else plan._knobs
-        plan._red = dict(dtype=d.dtype.short)
-        plan._sku = _sku(cls._op, d.dtype, arch, spec.CROSS_ENTROPY_FW.name, plan._knobs)
-        ct = stats_dtype(d.dtype)
-        plan._ct = ct
-        plan._ws = 0 if d.reduction == "none" else 2 * align_up(max(d.n, 1) * ct.itemsize)
-        return plan
+    def _plan(self) -> None:
+        d = self.desc
+        tuning = self.pref.tuning_for(CrossEntropyTuning)
+        self._knobs = fw_knobs(d.dtype, d.mode, d.c, self._arch, tuning)
+        self._generic = generic_knobs(d.dtype, d.mode, d.c) if d.mode != "nll" else self._knobs
+        self._red = spec.LossReduceKnobs(d.dtype.short)
+        self._sku = cross_entropy_sku(self._op, d.dtype, self._arch, spec.CROSS_ENTROPY_FW.name,
+                                      self._knobs)
+        self._ct = ct = stats_dtype(d.dtype)
+        self._ws = 0 if d.reduction == "none" else 2 * align_up(max(d.n, 1) * ct.itemsize)
 
     def workspace_size(self) -> int:
         return self._ws
@@ -404,34 +388,25 @@ class _LossForward(Plan):
     def _inputs(self, args):
         raise NotImplementedError
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         x, t, w = self._inputs(args)
         dev = x.device
         if d.reduction == "none":
-            loss = _vec_view(args.loss, "loss", d.n, d.dtype, dev, optional=False)
+            loss = vector_view(args.loss, "loss", d.n, d.dtype, dev, optional=False)
         else:
-            loss = _scalar_view(args.loss, "loss", d.dtype, dev)
+            loss = scalar_view(args.loss, "loss", d.dtype, dev)
         check_writable_no_overlap(loss, "loss")
-        lse = _vec_view(getattr(args, "lse", None), "lse", d.n, self._ct, dev)
-        tw = _scalar_view(args.total_weight, "total_weight", self._ct, dev, optional=True)
+        lse = vector_view(getattr(args, "lse", None), "lse", d.n, self._ct, dev)
+        tw = scalar_view(args.total_weight, "total_weight", self._ct, dev, optional=True)
         if tw is not None and d.reduction == "none":
             raise InvalidProblemError("total_weight is an output of the mean / sum reductions "
                                       "only (reduction='none' gives no total)")
-        st = _status(args.status, dev)
+        st = status_view(args.status, dev)
         return x, t, w, loss, lse, tw, st
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        x, t, w, loss, lse, tw, st = self._views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        self._launch_views(x, t, w, loss, lse, tw, st, stream_handle(stream), ws)
-
-    def _launch_views(self, x, t, w, loss, lse, tw, st, stream: int, ws: Workspace) -> None:
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
+        x, t, w, loss, lse, tw, st = bound
         d = self.desc
         dev = x.device
         k = self._knobs
@@ -443,7 +418,7 @@ class _LossForward(Plan):
             checks.append((t.ptr, ps))
         if w is not None and d.mode in ("smooth", "prob"):
             checks.append((w.ptr, 0))
-        if d.mode != "nll" and not (d.c % k["vec"] == 0 and _aligned(k["vec"], checks)):
+        if d.mode != "nll" and not (d.c % k.vec == 0 and _aligned(k.vec, checks)):
             k = self._generic
         flags = ((spec.HAS_W if w is not None else 0) | (spec.HAS_STATUS if st is not None else 0)
                  | (spec.WRITE_LSE if lse is not None else 0))
@@ -457,16 +432,16 @@ class _LossForward(Plan):
         ts = 2 if (not prob and t.dtype == int64) else 1
         if d.n > 0:
             kern = self._kernel(spec.CROSS_ENTROPY_FW, k, dev)
-            grid = ((d.n + k["rows"] - 1) // k["rows"] * k["cluster"], 1, 1)
-            kern.launch(grid, (x.ptr, 0 if prob else t.ptr, _p(w), t.ptr if prob else 0,
-                               _p(loss) if d.reduction == "none" else 0, rl, den, _p(lse), _p(st),
-                               d.n, d.c, xs, ps, ts, int(d.ignore_index),
-                               float(d.label_smoothing), flags), stream)
+            kern.launch((k.blocks(d.n), 1, 1),
+                        (x.ptr, 0 if prob else t.ptr, ptr_of(w), t.ptr if prob else 0,
+                         ptr_of(loss) if d.reduction == "none" else 0, rl, den, ptr_of(lse),
+                         ptr_of(st), d.n, d.c, xs, ps, ts, int(d.ignore_index),
+                         float(d.label_smoothing), flags), stream)
         if d.reduction != "none":
             rflags = (spec.RED_MEAN if d.reduction == "mean" else 0) | (
                 spec.RED_TW if tw is not None else 0)
             rk = self._kernel(spec.LOSS_REDUCE, self._red, dev)
-            rk.launch((1, 1, 1), (rl, den, loss.ptr, _p(tw), d.n, 1, rflags), stream)
+            rk.launch((1, 1, 1), (rl, den, loss.ptr, ptr_of(tw), d.n, 1, rflags), stream)
 
 
 class CrossEntropyPlan(_LossForward):
@@ -474,7 +449,7 @@ class CrossEntropyPlan(_LossForward):
     f64; workspace 2 vectors of n compute-type values for mean / sum (none: 0); deterministic.
     Bandwidth: x is read once (register / cluster SKUs)."""
 
-    _desc_type = CrossEntropyDescriptor
+    descriptor = CrossEntropyDescriptor
     _op = "cross_entropy"
 
     def _inputs(self, args):
@@ -490,7 +465,7 @@ class NLLLossPlan(_LossForward):
     """NLL forward: loss = −w[t]·x[t] per row (x: log-probabilities (n, c), any row stride);
     reductions none / mean (Σ loss / Σ w[t]) / sum; workspace as :class:`CrossEntropyPlan`."""
 
-    _desc_type = NLLLossDescriptor
+    descriptor = NLLLossDescriptor
     _op = "nll_loss"
 
     def _inputs(self, args):
@@ -506,21 +481,19 @@ class NLLLossPlan(_LossForward):
 class _LossBackward(Plan):
     _nll = False
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        plan = begin_select(cls, desc, pref, cls._desc_type, plan_arch)
-        d = desc
-        mode = "nll" if cls._nll else d.mode
-        plan._knobs = bw_knobs(d.dtype, mode, d.c)
-        plan._generic = generic_knobs(d.dtype, mode, d.c)
-        plan._ct = stats_dtype(d.dtype)
-        plan._sku = _sku(cls._op, d.dtype, plan._arch, spec.CROSS_ENTROPY_BW.name, plan._knobs)
-        return plan
+    def _plan(self) -> None:
+        d = self.desc
+        mode = "nll" if self._nll else d.mode
+        self._knobs = bw_knobs(d.dtype, mode, d.c, self._arch)
+        self._generic = generic_knobs(d.dtype, mode, d.c)
+        self._ct = stats_dtype(d.dtype)
+        self._sku = cross_entropy_sku(self._op, d.dtype, self._arch, spec.CROSS_ENTROPY_BW.name,
+                                      self._knobs)
 
     def is_empty(self) -> bool:
         return self.desc.n == 0
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         x = lse = None
         if self._nll:
@@ -530,25 +503,22 @@ class _LossBackward(Plan):
             x = _row_view(args.logits, "logits", d)
             dev = x.device
             dx = _row_view(args.dx, "dx", d, dev)
-            lse = _vec_view(args.lse, "lse", d.n, self._ct, dev, optional=False)
+            lse = vector_view(args.lse, "lse", d.n, self._ct, dev, optional=False)
         check_writable_no_overlap(dx, "dx")
         t = _target_view(args.target, d, dev)
         w = _weight_view(args.weight, d, dev)
         if d.reduction == "none":
-            g = _vec_view(args.grad_loss, "grad_loss", d.n, d.dtype, dev, optional=False)
+            g = vector_view(args.grad_loss, "grad_loss", d.n, d.dtype, dev, optional=False)
         else:
-            g = _scalar_view(args.grad_loss, "grad_loss", d.dtype, dev)
-        tw = _scalar_view(args.total_weight, "total_weight", self._ct, dev,
-                          optional=d.reduction != "mean")
-        st = _status(args.status, dev)
+            g = scalar_view(args.grad_loss, "grad_loss", d.dtype, dev)
+        tw = scalar_view(args.total_weight, "total_weight", self._ct, dev,
+                         optional=d.reduction != "mean")
+        st = status_view(args.status, dev)
         return x, t, w, lse, g, tw, dx, st
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def _launch(self, args, stream: int, ws: Workspace) -> None:
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
+        x, t, w, lse, g, tw, dx, st = bound
         d = self.desc
-        x, t, w, lse, g, tw, dx, st = self._views(args)
         k = self._knobs
         prob = d.target == "prob"
         xs = _row_stride(x) if x is not None else 0
@@ -561,24 +531,24 @@ class _LossBackward(Plan):
             checks.append((t.ptr, ps))
         if w is not None and d.mode in ("smooth", "prob"):
             checks.append((w.ptr, 0))
-        if not (d.c % k["vec"] == 0 and _aligned(k["vec"], checks)):
+        if not (d.c % k.vec == 0 and _aligned(k.vec, checks)):
             k = self._generic
         flags = ((spec.HAS_W if w is not None else 0) | (spec.HAS_STATUS if st is not None else 0)
                  | (spec.G_ROW if d.reduction == "none" else 0)
                  | (spec.G_MEAN if d.reduction == "mean" else 0))
         ts = 2 if (not prob and t.dtype == int64) else 1
         kern = self._kernel(spec.CROSS_ENTROPY_BW, k, dx.device)
-        grid = ((d.n + k["rows"] - 1) // k["rows"], 1, 1)
-        kern.launch(grid, (_p(x), 0 if prob else t.ptr, _p(w), t.ptr if prob else 0, _p(lse),
-                           g.ptr, _p(tw), dx.ptr, _p(st), d.n, d.c, xs, ps, ds, ts,
-                           int(d.ignore_index), float(d.label_smoothing), flags), stream)
+        kern.launch((k.blocks(d.n), 1, 1),
+                    (ptr_of(x), 0 if prob else t.ptr, ptr_of(w), t.ptr if prob else 0,
+                     ptr_of(lse), g.ptr, ptr_of(tw), dx.ptr, ptr_of(st), d.n, d.c, xs, ps, ds, ts,
+                     int(d.ignore_index), float(d.label_smoothing), flags), stream)
 
 
 class CrossEntropyBackwardPlan(_LossBackward):
     """dlogits = g·(B·softmax(x) − a) with the forward's saved lse (module docstring of
     :mod:`baracuda_dsl.ops.losses.kernels.cross_entropy_bw`): x read once, dx written once; no workspace."""
 
-    _desc_type = CrossEntropyBackwardDescriptor
+    descriptor = CrossEntropyBackwardDescriptor
     _op = "cross_entropy_bw"
 
 
@@ -586,7 +556,7 @@ class NLLLossBackwardPlan(_LossBackward):
     """NLL backward: dx = −w[t]·g at the target class, 0 elsewhere (every element of dx is
     written); no workspace."""
 
-    _desc_type = NLLLossBackwardDescriptor
+    descriptor = NLLLossBackwardDescriptor
     _op = "nll_loss_bw"
     _nll = True
 
@@ -596,5 +566,6 @@ __all__ = [
     "CrossEntropyBackwardDescriptor", "CrossEntropyBackwardArgs", "CrossEntropyBackwardPlan",
     "NLLLossDescriptor", "NLLLossArgs", "NLLLossPlan",
     "NLLLossBackwardDescriptor", "NLLLossBackwardArgs", "NLLLossBackwardPlan",
+    "CrossEntropyTuning",
 ]
 

@@ -31,12 +31,12 @@ from dataclasses import dataclass
 
 from ...dtypes import FP4, DType, float32, float64, int32, int64
 from ...errors import InvalidProblemError, UnsupportedError
-from ...plan import Plan, align_up, begin_select, check_dtype, plan_arch, view_arg
+from ...plan import Plan, align_up, check_dtype, view_arg
 from ...tensor import TensorView
 from .specs import cross_entropy as spec
 from ...vocabulary import Workspace
-from .cross_entropy import (REDUCTIONS, _check_int, _p, _scalar_view, _sku, _status, _vec_view,
-                            stats_dtype)
+from .cross_entropy import (REDUCTIONS, check_size, cross_entropy_sku, ptr_of, scalar_view,
+                            stats_dtype, status_view, vector_view)
 
 DEFAULT_CHUNK = 4096
 
@@ -63,10 +63,10 @@ class LinearCrossEntropyDescriptor:
 
     def __post_init__(self):
         who = "LinearCrossEntropy"
-        object.__setattr__(self, "n", _check_int(self.n, f"{who}: n"))
-        object.__setattr__(self, "k", _check_int(self.k, f"{who}: k", 1))
-        object.__setattr__(self, "v", _check_int(self.v, f"{who}: v", 1))
-        object.__setattr__(self, "chunk", _check_int(self.chunk, f"{who}: chunk", 1))
+        object.__setattr__(self, "n", check_size(self.n, f"{who}: n"))
+        object.__setattr__(self, "k", check_size(self.k, f"{who}: k", 1))
+        object.__setattr__(self, "v", check_size(self.v, f"{who}: v", 1))
+        object.__setattr__(self, "chunk", check_size(self.chunk, f"{who}: chunk", 1))
         object.__setattr__(self, "dtype", check_dtype(self.dtype, FP4, who))
         object.__setattr__(self, "index_dtype",
                            check_dtype(self.index_dtype, (int32, int64), f"{who} targets"))
@@ -125,21 +125,18 @@ def _vrows(v: TensorView, v0: int, shape, strides) -> TensorView:
 
 
 class _LinearCE(Plan):
-    @classmethod
-    def select(cls, desc, pref=None):
-        g = _gemm()
-        plan = begin_select(cls, desc, pref, cls._desc_type, plan_arch)
-        d = desc
-        plan._ct = stats_dtype(d.dtype)
-        plan._zdt = _z_dtype(d.dtype)
-        plan._gm = g
+    def _plan(self) -> None:
+        d = self.desc
+        self._gm = _gemm()
+        self._ct = stats_dtype(d.dtype)
+        self._zdt = _z_dtype(d.dtype)
         nch = -(-d.v // d.chunk)
-        plan._chunks = [(j * d.chunk, min(d.chunk, d.v - j * d.chunk)) for j in range(nch)]
-        plan._gplans = {}
-        plan._setup()
-        plan._sku = _sku(cls._op, d.dtype, plan._arch, spec.LCE_CHUNK.name,
-                         plan._lce_knobs(d.chunk))
-        return plan
+        self._chunks = [(j * d.chunk, min(d.chunk, d.v - j * d.chunk)) for j in range(nch)]
+        self._gplans = {}
+        self._red = spec.LossReduceKnobs(d.dtype.short)
+        self._setup()
+        self._sku = cross_entropy_sku(self._op, d.dtype, self._arch, spec.LCE_CHUNK.name,
+                                      self._lce_knobs(d.chunk))
 
     def _gp(self, *key, **kw):
         p = self._gplans.get((key, tuple(sorted(kw.items()))))
@@ -148,10 +145,16 @@ class _LinearCE(Plan):
                 self._gm.GemmDescriptor(*key, **kw), self.pref)
         return p
 
-    def _lce_knobs(self, vc: int, op: str = "fw") -> dict:
-        vec = spec.loop_config(self._zdt.short, True)["vec"]
-        geo = spec.loop_config(self._zdt.short, vc % vec == 0 and self.desc.chunk % vec == 0)
-        return dict(dtype=self._zdt.short, op=op, ddt=self.desc.dtype.short, cluster=1, **geo)
+    def _lce_knobs(self, vc: int, op: str = "fw") -> spec.LceChunkKnobs:
+        """The chunk kernel's knobs for a chunk of ``vc`` columns (the vectorised loop when
+        ``vc`` and the chunk stride are multiples of the vector width, the generic one else),
+        one object per distinct knob set (``Plan._kernel`` memoises by identity)."""
+        zdt = self._zdt.short
+        geo = spec.FW_ROWS.loop(zdt)
+        if vc % geo.vec or self.desc.chunk % geo.vec:
+            geo = spec.FW_ROWS.generic()
+        k = spec.LceChunkKnobs.of(geo, dtype=zdt, op=op, ddt=self.desc.dtype.short)
+        return self.__dict__.setdefault("_kmemo", {}).setdefault(k, k)
 
     def _slot(self, name, nbytes):
         lay = self.__dict__.setdefault("_lay", {})
@@ -164,21 +167,12 @@ class _LinearCE(Plan):
     def is_empty(self) -> bool:
         return False
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def _knob_memo(self, k: dict) -> dict:
-        """A stable dict object per distinct knob set (``Plan._kernel`` memoises by identity)."""
-        memo = self.__dict__.setdefault("_kmemo", {})
-        key = tuple(sorted(k.items()))
-        return memo.setdefault(key, k)
-
     def _per_row(self, obj, name: str, dev):
         """A per-row loss-shaped view: (n,) for reduction none, else a single element."""
         d = self.desc
         if d.reduction == "none":
-            return _vec_view(obj, name, d.n, d.dtype, dev, optional=False)
-        return _scalar_view(obj, name, d.dtype, dev)
+            return vector_view(obj, name, d.n, d.dtype, dev, optional=False)
+        return scalar_view(obj, name, d.dtype, dev)
 
     def _xw(self, args):
         d = self.desc
@@ -218,7 +212,7 @@ class LinearCrossEntropyPlan(_LinearCE):
     """Fused linear + cross-entropy forward (module docstring): per vocabulary chunk a GEMM and
     a row-statistics kernel; the logits never exist beyond one chunk.  Deterministic."""
 
-    _desc_type = LinearCrossEntropyDescriptor
+    descriptor = LinearCrossEntropyDescriptor
     _op = "linear_cross_entropy"
 
     def _setup(self):
@@ -232,19 +226,19 @@ class LinearCrossEntropyPlan(_LinearCE):
         self._gws_n = gw
         self._slot("gemm", gw)
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         x, w, t, dev = self._xw(args)
         loss = self._per_row(args.loss, "loss", dev)
-        lse = _vec_view(args.lse, "lse", d.n, self._ct, dev)
-        tw = _scalar_view(args.total_weight, "total_weight", self._ct, dev, optional=True)
+        lse = vector_view(args.lse, "lse", d.n, self._ct, dev)
+        tw = scalar_view(args.total_weight, "total_weight", self._ct, dev, optional=True)
         if tw is not None and d.reduction == "none":
             raise InvalidProblemError("total_weight is an output of mean / sum only")
-        return x, w, t, loss, lse, tw, _status(args.status, dev), dev
+        return x, w, t, loss, lse, tw, status_view(args.status, dev), dev
 
-    def _launch(self, args, stream: int, ws: Workspace) -> None:
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
         d = self.desc
-        x, w, t, loss, lse, tw, st, dev = self._views(args)
+        x, w, t, loss, lse, tw, st, dev = bound
         stats = ws.ptr + self._lay["stats"]
         ts = 2 if t.dtype == int64 else 1
         z = self._zdt.itemsize
@@ -263,15 +257,15 @@ class LinearCrossEntropyPlan(_LinearCE):
                         flags |= spec.LCE_WRITE_LSE
                         lsp = lse.ptr
                 kk = self._lce_knobs(vc)
-                kern = self._kernel(spec.LCE_CHUNK, self._knob_memo(kk), dev)
-                kern.launch(((d.n + kk["rows"] - 1) // kk["rows"], 1, 1),
-                            (ws.ptr + self._lay["z"], t.ptr, stats, lp, 0, lsp, _p(st), d.n, vc,
+                kern = self._kernel(spec.LCE_CHUNK, kk, dev)
+                kern.launch((kk.blocks(d.n), 1, 1),
+                            (ws.ptr + self._lay["z"], t.ptr, stats, lp, 0, lsp, ptr_of(st), d.n, vc,
                              d.chunk, 0, v0, d.v, ts, int(d.ignore_index), flags), stream)
         if d.reduction != "none":
             rflags = (spec.RED_MEAN if d.reduction == "mean" else 0) | (
                 spec.RED_TW if tw is not None else 0)
-            rk = self._kernel(spec.LOSS_REDUCE, self._knob_memo(dict(dtype=d.dtype.short)), dev)
-            rk.launch((1, 1, 1), (stats + 4 * z, stats + 5 * z, loss.ptr, _p(tw), d.n,
+            rk = self._kernel(spec.LOSS_REDUCE, self._red, dev)
+            rk.launch((1, 1, 1), (stats + 4 * z, stats + 5 * z, loss.ptr, ptr_of(tw), d.n,
                                   spec.LCE_STATS, rflags), stream)
 
 
@@ -280,7 +274,7 @@ class LinearCrossEntropyBackwardPlan(_LinearCE):
     """Fused linear + cross-entropy backward: per chunk recompute the logits, form dlogits and
     accumulate dx (f32) and write dW's rows of the chunk via GemmPlan."""
 
-    _desc_type = LinearCrossEntropyBackwardDescriptor
+    descriptor = LinearCrossEntropyBackwardDescriptor
     _op = "linear_cross_entropy_bw"
 
     def _setup(self):
@@ -301,16 +295,16 @@ class LinearCrossEntropyBackwardPlan(_LinearCE):
         self._gws_n = gw
         self._slot("gemm", gw)
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         x, w, t, dev = self._xw(args)
-        lse = _vec_view(args.lse, "lse", d.n, self._ct, dev, optional=False)
+        lse = vector_view(args.lse, "lse", d.n, self._ct, dev, optional=False)
         g = self._per_row(args.grad_loss, "grad_loss", dev)
-        tw = _scalar_view(args.total_weight, "total_weight", self._ct, dev,
+        tw = scalar_view(args.total_weight, "total_weight", self._ct, dev,
                           optional=d.reduction != "mean")
         dx = view_arg(args.dx, "dx", shape=(d.n, d.k), dtype=d.dtype, device=dev)
         dw = view_arg(args.dweight, "dweight", shape=(d.v, d.k), dtype=d.dtype, device=dev)
-        return x, w, t, lse, g, tw, dx, dw, _status(args.status, dev), dev
+        return x, w, t, lse, g, tw, dx, dw, status_view(args.status, dev), dev
 
     def _fill0(self, out: TensorView, stream: int) -> None:
         from ..elementwise.elementwise import (ElementwiseArgs, ElementwiseDescriptor,
@@ -320,10 +314,10 @@ class LinearCrossEntropyBackwardPlan(_LinearCE):
                                                          tuple(out.shape)), self.pref)
         p.run(ElementwiseArgs([0.0], [out]), stream)
 
-    def _launch(self, args, stream: int, ws: Workspace) -> None:
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
         d = self.desc
         g = self._gm
-        x, w, t, lse, gl, tw, dx, dw, st, dev = self._views(args)
+        x, w, t, lse, gl, tw, dx, dw, st, dev = bound
         if d.n == 0:
             self._fill0(dw, stream)
             return
@@ -338,12 +332,12 @@ class LinearCrossEntropyBackwardPlan(_LinearCE):
         dzp = ws.ptr + self._lay["dz"]
         for j, (v0, vc) in enumerate(self._chunks):
             self._logits(x, w, ws, v0, vc, dev, stream)
-            kk = self._knob_memo(self._lce_knobs(vc, "bw"))
+            kk = self._lce_knobs(vc, "bw")
             kern = self._kernel(spec.LCE_CHUNK, kk, dev)
-            kern.launch(((d.n + kk["rows"] - 1) // kk["rows"], 1, 1),
-                        (ws.ptr + self._lay["z"], t.ptr, lse.ptr, dzp, gl.ptr, _p(tw), _p(st),
-                         d.n, vc, d.chunk, d.chunk, v0, d.v, ts, int(d.ignore_index), flags),
-                        stream)
+            kern.launch((kk.blocks(d.n), 1, 1),
+                        (ws.ptr + self._lay["z"], t.ptr, lse.ptr, dzp, gl.ptr, ptr_of(tw),
+                         ptr_of(st), d.n, vc, d.chunk, d.chunk, v0, d.v, ts,
+                         int(d.ignore_index), flags), stream)
             dz = TensorView._trusted(dzp, (d.n, vc), (d.chunk, 1), d.dtype, dev, None)
             dzt = TensorView._trusted(dzp, (vc, d.n), (1, d.chunk), d.dtype, dev, None)
             wc = _vrows(w, v0, (vc, d.k), w.strides)

@@ -2,7 +2,8 @@
 InstanceNorm (channel norms), forward and backward."""
 
 from .channel_norm import (BatchNormArgs, BatchNormBackwardArgs, BatchNormBackwardDescriptor,
-                           BatchNormBackwardPlan, BatchNormDescriptor, BatchNormPlan, GroupNormArgs,
+                           BatchNormBackwardPlan, BatchNormDescriptor, BatchNormPlan,
+                           ChannelNormTuning, GroupNormArgs,
                            GroupNormBackwardArgs, GroupNormBackwardDescriptor,
                            GroupNormBackwardPlan, GroupNormDescriptor, GroupNormPlan,
                            InstanceNormArgs, InstanceNormBackwardArgs,
@@ -11,16 +12,17 @@ from .channel_norm import (BatchNormArgs, BatchNormBackwardArgs, BatchNormBackwa
 from .row_norm import (LayerNormArgs, LayerNormBackwardArgs, LayerNormBackwardDescriptor,
                        LayerNormBackwardPlan, LayerNormDescriptor, LayerNormPlan, RMSNormArgs,
                        RMSNormBackwardArgs, RMSNormBackwardDescriptor, RMSNormBackwardPlan,
-                       RMSNormDescriptor, RMSNormPlan)
+                       RMSNormDescriptor, RMSNormPlan, RowNormTuning)
 
 __all__ = [
     "BatchNormArgs", "BatchNormBackwardArgs", "BatchNormBackwardDescriptor",
-    "BatchNormBackwardPlan", "BatchNormDescriptor", "BatchNormPlan", "GroupNormArgs",
+    "BatchNormBackwardPlan", "BatchNormDescriptor", "BatchNormPlan", "ChannelNormTuning",
+    "GroupNormArgs",
     "GroupNormBackwardArgs", "GroupNormBackwardDescriptor", "GroupNormBackwardPlan",
     "GroupNormDescriptor", "GroupNormPlan", "InstanceNormArgs", "InstanceNormBackwardArgs",
     "InstanceNormBackwardDescriptor", "InstanceNormBackwardPlan", "InstanceNormDescriptor",
     "InstanceNormPlan", "LayerNormArgs", "LayerNormBackwardArgs", "LayerNormBackwardDescriptor",
     "LayerNormBackwardPlan", "LayerNormDescriptor", "LayerNormPlan", "RMSNormArgs",
     "RMSNormBackwardArgs", "RMSNormBackwardDescriptor", "RMSNormBackwardPlan", "RMSNormDescriptor",
-    "RMSNormPlan"
+    "RMSNormPlan", "RowNormTuning"
 ]

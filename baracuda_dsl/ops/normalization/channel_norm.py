@@ -27,19 +27,30 @@ from typing import Optional, Tuple
 from ...dtypes import FP4, DType, float32, float64
 from ...dtypes import dtype as as_dtype
 from ...errors import DeviceMismatchError, InvalidProblemError, UnsupportedError
+from ...common.rows import max_vec
 from ...jit import freeze_knobs
-from ...plan import (Plan, align_up, check_dtype, check_finite, check_writable_no_overlap,
-                     plan_arch, prod, resolve_pref, view_arg)
+from ...plan import (Plan, align_up, check_dtype, check_finite, check_writable_no_overlap, prod,
+                     view_arg)
 from ...tensor import TensorView, check_shape
+from .row_norm import RowNormTuning, generic_knobs, primary_knobs
 from .specs import channel_norm as spec
+from .specs import row_norm as rspec
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 
 _I32_MAX = 2**31 - 1
-#: chunking of a reduction unit (descriptor-only): about TARGET_CTAS partial CTAs in all, each
-#: chunk at least MIN_CHUNK elements, a multiple of 64 elements (any vector width divides it)
-TARGET_CTAS = 1024
-MIN_CHUNK = 4096
+#: most chunks per reduction unit (the partial kernel's grid y)
 MAX_K = 65535
+
+
+@dataclass(frozen=True)
+class ChannelNormTuning:
+    """Chunking of the channel norms' reduction units (``PlanPreference(tuning=...)``): about
+    ``target_ctas`` partial CTAs in all, each chunk at least ``min_chunk`` elements (rounded up
+    to a multiple of 64 elements, which any vector width divides).  Chunking depends only on the
+    descriptor and this record, so the workspace size and the result do too."""
+
+    target_ctas: int = 1024
+    min_chunk: int = 4096
 
 
 def stats_dtype(dt: DType) -> DType:
@@ -47,12 +58,13 @@ def stats_dtype(dt: DType) -> DType:
     return float64 if dt == float64 else float32
 
 
-def chunking(unit_elems: int, units: int) -> Tuple[int, int]:
+def chunking(unit_elems: int, units: int,
+             tuning: ChannelNormTuning = ChannelNormTuning()) -> Tuple[int, int]:
     """(chunk elements, K chunks) for ``units`` reduction units of ``unit_elems`` elements each."""
     if unit_elems == 0 or units == 0:
         return 64, 0
-    kd = max(1, -(-TARGET_CTAS // units))
-    chunk = max(MIN_CHUNK, -(-unit_elems // kd), -(-unit_elems // MAX_K))
+    kd = max(1, -(-tuning.target_ctas // units))
+    chunk = max(tuning.min_chunk, -(-unit_elems // kd), -(-unit_elems // MAX_K))
     chunk = -(-chunk // 64) * 64
     return chunk, -(-unit_elems // chunk)
 
@@ -123,15 +135,30 @@ class _Layout:
 
 
 class _ChannelNormBase(Plan):
-    """Shared select / geometry logic.  Subclasses set ``_kind`` ('bn' or 'gn') and ``_bw``."""
+    """Shared select / geometry logic.  Subclasses set ``_kind`` ('bn' or 'gn'), ``_bw`` and
+    ``_check(n, c, s)``: the descriptor checks of the op, returning the statistics group count."""
 
     _kind = "bn"
     _bw = False
     _op = "batch_norm"
 
+    def _plan(self) -> None:
+        d = self.desc
+        who = type(self).__name__
+        groups = self._check(*_dims(tuple(d.shape), who))
+        self._pdt = _param_dtype(d.dtype, d.param_dtype, who)
+        self._setup(groups)
+        self._sku = KernelSku(OpCategory.NORMALIZATION, self._op, d.dtype, self._arch,
+                              BackendKind.CUTE_DSL, _precision(d.dtype),
+                              aux_element=stats_dtype(d.dtype), template=spec.APPLY.name,
+                              knobs=freeze_knobs(self._kv))
+
+    def _check(self, n: int, c: int, s: int) -> int:
+        raise NotImplementedError
+
     # -- geometry ------------------------------------------------------------------------
-    def _setup(self, desc, groups: int):
-        d = desc
+    def _setup(self, groups: int):
+        d = self.desc
         n, c, s = _dims(tuple(d.shape), type(self).__name__)
         self._n, self._c, self._s = n, c, s
         self._g = groups
@@ -157,33 +184,19 @@ class _ChannelNormBase(Plan):
         if unit_elems > _I32_MAX:
             raise UnsupportedError(f"{type(self).__name__}: {unit_elems} elements per reduction "
                                    f"unit; at most 2^31 - 1 are wired")
-        self._chunk, self._k = chunking(unit_elems, self._units_p)
+        self._chunk, self._k = chunking(unit_elems, self._units_p,
+                                        self.pref.tuning_for(ChannelNormTuning))
         P = 2 if self._bw else 3
         nent = 4 if self._bw else 3
         self._ws = _Layout([("ent", nent * self._e * ct.itemsize),
                             ("stats", 2 * self._us * ct.itemsize),
                             ("part", self._units_p * self._k * P * ct.itemsize)])
-        dt = d.dtype
+        dt = d.dtype.short
         mode = "bw" if self._bw else "fw"
-        self._kv = dict(dtype=dt.short, mode=mode, vec=spec.max_vec(dt.short))
-        self._k1 = dict(dtype=dt.short, mode=mode, vec=1)
-        self._kf = dict(dtype=dt.short, pdtype=self._pdt.short, mode=mode)
-        self._kf_fw = dict(dtype=dt.short, pdtype=self._pdt.short, mode="fw")
-
-    @classmethod
-    def _make(cls, desc, pref, groups: int, pdt: DType):
-        pref = resolve_pref(pref)
-        arch = plan_arch(pref)
-        dt = desc.dtype
-        knobs = dict(dtype=dt.short, mode="bw" if cls._bw else "fw", vec=spec.max_vec(dt.short))
-        sku = KernelSku(OpCategory.NORMALIZATION, cls._op, dt, arch, BackendKind.CUTE_DSL,
-                        _precision(dt), aux_element=stats_dtype(dt), template=spec.APPLY.name,
-                        knobs=freeze_knobs(knobs))
-        plan = cls(desc, pref, sku)
-        plan._arch = arch
-        plan._pdt = pdt
-        plan._setup(desc, groups)
-        return plan
+        self._kv = spec.ChannelVecKnobs(dt, mode, max_vec(dt))
+        self._k1 = spec.ChannelVecKnobs(dt, mode, 1)
+        self._kf = spec.ChannelFinalizeKnobs(dt, self._pdt.short, mode)
+        self._kf_fw = spec.ChannelFinalizeKnobs(dt, self._pdt.short, "fw")
 
     def workspace_size(self) -> int:
         """Bytes: per-entry coefficients (3 or 4 × E values; E = C for BatchNorm, N·C for
@@ -195,7 +208,7 @@ class _ChannelNormBase(Plan):
         return self._n * self._c * self._s == 0
 
     def _vector_ok(self, views) -> bool:
-        vec = spec.max_vec(self.desc.dtype.short)
+        vec = max_vec(self.desc.dtype.short)
         return self._s % vec == 0 and all(v.ptr % 16 == 0 for v in views)
 
     # -- launches ------------------------------------------------------------------------
@@ -203,7 +216,7 @@ class _ChannelNormBase(Plan):
         if self._k == 0:
             return
         kn = self._kv if vector else self._k1
-        vec = kn["vec"]
+        vec = kn.vec
         kern = self._kernel(spec.PARTIAL, kn, dev)
         cpg = self._cpg if self._kind == "gn" else 1
         g = self._g if self._kind == "gn" else 1
@@ -235,7 +248,7 @@ class _ChannelNormBase(Plan):
 
     def _launch_apply(self, dev, vector: bool, x, dy, out, ws: Workspace, stream):
         kn = self._kv if vector else self._k1
-        vec = kn["vec"]
+        vec = kn.vec
         ct = self._ct.itemsize
         ent = ws.ptr + self._ws.off["ent"]
         e = self._e
@@ -395,23 +408,22 @@ class BatchNormPlan(_ForwardPlan):
     stats).  dtypes f32/f16/bf16/f64 (f32 math for half types); weight/bias/running stats in
     param_dtype; workspace: see workspace_size(); deterministic, bit-stable."""
 
+    descriptor = BatchNormDescriptor
     _kind, _bw, _op = "bn", False, "batch_norm"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        n, c, s = _dims(desc.shape, cls.__name__)
-        check_finite(desc.eps, "BatchNorm: eps")
-        check_finite(desc.momentum, "BatchNorm: momentum")
-        if desc.eps < 0:
-            raise InvalidProblemError(f"BatchNorm: eps must be >= 0, got {desc.eps}")
-        batch = desc.training or not desc.track_running_stats
+    def _check(self, n: int, c: int, s: int) -> int:
+        d = self.desc
+        check_finite(d.eps, "BatchNorm: eps")
+        check_finite(d.momentum, "BatchNorm: momentum")
+        if d.eps < 0:
+            raise InvalidProblemError(f"BatchNorm: eps must be >= 0, got {d.eps}")
+        batch = d.training or not d.track_running_stats
         if batch and n * s == 1 and c > 0:
             raise InvalidProblemError("BatchNorm: expected more than 1 value per channel when "
-                                      f"using batch statistics (input shape {desc.shape})")
-        pdt = _param_dtype(desc.dtype, desc.param_dtype, cls.__name__)
-        return cls._make(desc, pref, c, pdt)
+                                      f"using batch statistics (input shape {d.shape})")
+        return c
 
-    def _all_views(self, args):
+    def _bind(self, args):
         d = self.desc
         x, y, w, b, sm, sr, dev = self._views(args, ("save_mean", "save_rstd"))
         rm = _vec1d(args.running_mean, "running_mean", self._c, self._pdt, dev)
@@ -424,19 +436,11 @@ class BatchNormPlan(_ForwardPlan):
                                       "track_running_stats=False")
         return x, y, w, b, sm, sr, dev, rm, rv
 
-    def can_implement(self, args) -> None:
-        self._all_views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
-
-        x, y, w, b, sm, sr, dev, rm, rv = self._all_views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
-            return
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
+        x, y, w, b, sm, sr, dev, rm, rv = bound
         d = self.desc
         batch = d.training or not d.track_running_stats
-        self._run_fw(x, y, w, b, sm, sr, dev, ws, stream_handle(stream), rm, rv, batch,
+        self._run_fw(x, y, w, b, sm, sr, dev, ws, stream, rm, rv, batch,
                      d.training and d.track_running_stats, d.momentum)
 
 
@@ -445,56 +449,46 @@ class GroupNormPlan(_ForwardPlan):
     param_dtype; optional saved mean/rstd (N, G) in the compute type; workspace: see
     workspace_size(); deterministic, bit-stable."""
 
+    descriptor = GroupNormDescriptor
     _kind, _bw, _op = "gn", False, "group_norm"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        n, c, s = _dims(desc.shape, cls.__name__)
-        g = _groups(desc, c, cls.__name__)
-        check_finite(desc.eps, "GroupNorm: eps")
-        if desc.eps < 0:
-            raise InvalidProblemError(f"GroupNorm: eps must be >= 0, got {desc.eps}")
-        pdt = _param_dtype(desc.dtype, desc.param_dtype, cls.__name__)
-        plan = cls._make(desc, pref, g, pdt)
-        plan._select_rows()
-        return plan
+    def _check(self, n: int, c: int, s: int) -> int:
+        d = self.desc
+        g = _groups(d, c, type(self).__name__)
+        check_finite(d.eps, "GroupNorm: eps")
+        if d.eps < 0:
+            raise InvalidProblemError(f"GroupNorm: eps must be >= 0, got {d.eps}")
+        return g
+
+    def _plan(self) -> None:
+        super()._plan()
+        self._select_rows()
 
     def _select_rows(self):
         """Single-pass path: with a dense input each (n, group) is one contiguous row of
         (C/G)·S elements, normalised by the LayerNorm row kernel with per-channel weights
         (x read once instead of twice).  Chosen at select; used at run when aligned."""
-        from .specs import row_norm as rspec
-        from .row_norm import _generic_knobs, _primary_knobs
-
         dt = self.desc.dtype
         L = self._cpg * self._s
         extra = dict(affine="chan", pdt=self._pdt.short)
-        self._row_knobs = dict(_primary_knobs(dt, "ln", L, self._arch), **extra)
-        self._row_generic = dict(_generic_knobs(dt, "ln"), **extra)
+        tuning = self.pref.tuning_for(RowNormTuning)
+        self._row_knobs = primary_knobs(dt, "ln", L, self._arch, tuning, **extra)
+        self._row_generic = generic_knobs(dt, "ln", **extra)
         self._row_len = L
         self._sku = KernelSku(OpCategory.NORMALIZATION, self._op, dt, self._arch,
                               BackendKind.CUTE_DSL, _precision(dt), aux_element=stats_dtype(dt),
                               template=rspec.ROW_NORM_FW.name,
                               knobs=freeze_knobs(self._row_knobs))
 
-    def can_implement(self, args) -> None:
-        self._views(args, ("mean", "rstd"))
+    def _bind(self, args):
+        return self._views(args, ("mean", "rstd"))
 
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
-
-        x, y, w, b, sm, sr, dev = self._views(args, ("mean", "rstd"))
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        self._run_rows(x, y, w, b, sm, sr, dev, ws, stream_handle(stream))
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
+        self._run_rows(*bound, ws, stream)
 
     def _run_rows(self, x, y, w, b, sm, sr, dev, ws, stream):
-        from .specs import row_norm as rspec
-
         k = self._row_knobs
-        vec = k["vec"]
-        aligned = (self._s % vec == 0 and x.ptr % 16 == 0 and y.ptr % 16 == 0)
+        aligned = (self._s % k.vec == 0 and x.ptr % 16 == 0 and y.ptr % 16 == 0)
         if not aligned:
             k = self._row_generic
         st = ws.ptr + self._ws.off["stats"]
@@ -506,7 +500,7 @@ class GroupNormPlan(_ForwardPlan):
         kern = self._kernel(rspec.ROW_NORM_FW, k, dev)
         rows = self._n * self._g
         L = self._row_len
-        grid = ((rows + k["rows"] - 1) // k["rows"] * k["cluster"], 1, 1)
+        grid = (k.blocks(rows), 1, 1)
         # rows are contiguous: one stride group (s1 = 1, s2 = rows, stride L)
         kern.launch(grid, [x.ptr, y.ptr, _ptr(w), _ptr(b), mean_p, rstd_p, rows, L, 1, rows,
                            0, 0, L, 0, 0, L, float(self.desc.eps), flags, self._s, self._cpg,
@@ -526,18 +520,17 @@ class InstanceNormPlan(GroupNormPlan):
     """InstanceNorm forward (GroupNorm kernels with G = C; input statistics only — running
     statistics are not supported, use_input_stats=False raises UnsupportedError)."""
 
+    descriptor = InstanceNormDescriptor
     _op = "instance_norm"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        if not desc.use_input_stats:
+    def _check(self, n: int, c: int, s: int) -> int:
+        if not self.desc.use_input_stats:
             raise UnsupportedError("InstanceNorm: only use_input_stats=True is wired (running "
                                    "statistics are not supported)")
-        n, c, s = _dims(desc.shape, cls.__name__)
         if s == 1 and n * c > 0:
             raise InvalidProblemError("InstanceNorm: expected more than 1 spatial element "
-                                      f"(input shape {desc.shape})")
-        return super().select(desc, pref)
+                                      f"(input shape {self.desc.shape})")
+        return super()._check(n, c, s)
 
 
 # ============================================================================== backward
@@ -626,6 +619,10 @@ InstanceNormBackwardArgs = GroupNormBackwardArgs
 class _BackwardPlan(_ChannelNormBase):
     _bw = True
 
+    def is_empty(self) -> bool:
+        """Never: with no elements the backward still writes zero dweight / dbias."""
+        return False
+
     def _common(self, args):
         d = self.desc
         dy = view_arg(args.dy, "dy", shape=d.shape, dtype=d.dtype)
@@ -647,7 +644,7 @@ class _BackwardPlan(_ChannelNormBase):
                 training=True):
         want = (spec.WANT_DW if dw is not None else 0) | (spec.WANT_DB if db is not None else 0)
         ptrs = dict(w=_ptr(w), smean=smean_ptr, srstd=srstd_ptr, dw=_ptr(dw), db=_ptr(db))
-        if self.is_empty():
+        if self._n * self._c * self._s == 0:
             if want and self._c:  # no elements: dweight / dbias are zeros
                 self._launch_finalize(dev, self._kf, ptrs, want, ws, stream, empty=True)
             return
@@ -664,18 +661,17 @@ class BatchNormBackwardPlan(_BackwardPlan):
     """BatchNorm backward (training and inference).  dtypes f32/f16/bf16/f64 (f32 math for half
     types); workspace: see workspace_size(); deterministic dweight/dbias (no atomics)."""
 
+    descriptor = BatchNormBackwardDescriptor
     _kind, _op = "bn", "batch_norm_backward"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        n, c, s = _dims(desc.shape, cls.__name__)
-        check_finite(desc.eps, "BatchNormBackward: eps")
-        if desc.eps < 0:
-            raise InvalidProblemError(f"BatchNormBackward: eps must be >= 0, got {desc.eps}")
-        pdt = _param_dtype(desc.dtype, desc.param_dtype, cls.__name__)
-        return cls._make(desc, pref, c, pdt)
+    def _check(self, n: int, c: int, s: int) -> int:
+        d = self.desc
+        check_finite(d.eps, "BatchNormBackward: eps")
+        if d.eps < 0:
+            raise InvalidProblemError(f"BatchNormBackward: eps must be >= 0, got {d.eps}")
+        return c
 
-    def _all_views(self, args):
+    def _bind(self, args):
         dy, x, dx, w, dw, db, dev = self._common(args)
         if self.desc.training:
             sm = _vec1d(args.save_mean, "save_mean", self._c, self._ct, dev, optional=False)
@@ -689,65 +685,51 @@ class BatchNormBackwardPlan(_BackwardPlan):
                         optional=False)
         return dy, x, dx, w, dw, db, dev, sm, sr, rm, rv
 
-    def can_implement(self, args) -> None:
-        self._all_views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
-
-        dy, x, dx, w, dw, db, dev, sm, sr, rm, rv = self._all_views(args)
-        ws = self.check_workspace(workspace)
-        s = stream_handle(stream)
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
+        dy, x, dx, w, dw, db, dev, sm, sr, rm, rv = bound
         if self.desc.training:
-            self._run_bw(dy, x, dx, w, dw, db, dev, sm.ptr, sr.ptr, ws, s, True)
+            self._run_bw(dy, x, dx, w, dw, db, dev, sm.ptr, sr.ptr, ws, stream, True)
             return
         # inference: mean / rstd from the running stats into the workspace first
         st = ws.ptr + self._ws.off["stats"]
         st_r = st + self._us * self._ct.itemsize
         if self._c:
             self._launch_finalize(dev, self._kf_fw, dict(rm=rm.ptr, rv=rv.ptr, smean=st,
-                                                         srstd=st_r), 0, ws, s, 0.0,
+                                                         srstd=st_r), 0, ws, stream, 0.0,
                                   self.desc.eps)
-        self._run_bw(dy, x, dx, w, dw, db, dev, st, st_r, ws, s, False)
+        self._run_bw(dy, x, dx, w, dw, db, dev, st, st_r, ws, stream, False)
 
 
 class GroupNormBackwardPlan(_BackwardPlan):
     """GroupNorm backward from the saved (N, G) mean / rstd.  dtypes f32/f16/bf16/f64; workspace:
     see workspace_size(); deterministic dweight/dbias (no atomics)."""
 
+    descriptor = GroupNormBackwardDescriptor
     _kind, _op = "gn", "group_norm_backward"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        n, c, s = _dims(desc.shape, cls.__name__)
-        g = _groups(desc, c, cls.__name__)
-        pdt = _param_dtype(desc.dtype, desc.param_dtype, cls.__name__)
-        return cls._make(desc, pref, g, pdt)
+    def _check(self, n: int, c: int, s: int) -> int:
+        return _groups(self.desc, c, type(self).__name__)
 
-    def _all_views(self, args):
+    def _bind(self, args):
         dy, x, dx, w, dw, db, dev = self._common(args)
         sm = _vec1d(args.mean, "mean", self._us, self._ct, dev, optional=False)
         sr = _vec1d(args.rstd, "rstd", self._us, self._ct, dev, optional=False)
         return dy, x, dx, w, dw, db, dev, sm, sr
 
-    def can_implement(self, args) -> None:
-        self._all_views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
-
-        dy, x, dx, w, dw, db, dev, sm, sr = self._all_views(args)
-        ws = self.check_workspace(workspace)
-        self._run_bw(dy, x, dx, w, dw, db, dev, sm.ptr, sr.ptr, ws, stream_handle(stream))
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
+        dy, x, dx, w, dw, db, dev, sm, sr = bound
+        self._run_bw(dy, x, dx, w, dw, db, dev, sm.ptr, sr.ptr, ws, stream)
 
 
 class InstanceNormBackwardPlan(GroupNormBackwardPlan):
     """InstanceNorm backward (GroupNorm backward kernels with G = C)."""
 
+    descriptor = InstanceNormBackwardDescriptor
     _op = "instance_norm_backward"
 
 
 __all__ = [
+    "ChannelNormTuning",
     "BatchNormDescriptor", "BatchNormArgs", "BatchNormPlan",
     "BatchNormBackwardDescriptor", "BatchNormBackwardArgs", "BatchNormBackwardPlan",
     "GroupNormDescriptor", "GroupNormArgs", "GroupNormPlan",

@@ -7,24 +7,28 @@ leading dims may have any strides as long as they collapse to at most three stri
 bias have the row's shape and the input dtype; saved statistics (``mean``, ``rstd``) are dense
 with one value per row, in f32 (f64 for f64 inputs).  Half types compute in f32.
 
-Kernel choice: rows up to 32768 elements (16384 for f64) use the register-resident SKU of the
-smallest row-length bucket that fits; longer rows use the loop SKU.  Operands that are not
-16-byte aligned (or N not a multiple of the vector width) run the generic element-wise loop SKU
-of the same family — same results, lower bandwidth; ``plan.sku()`` reports the primary SKU.
+Kernel choice (:func:`primary_knobs`, the row engine of ``specs/row_norm.py``): rows up to 32768
+elements (16384 for f64; backward 8192 / 4096) use the register-resident SKU of the smallest
+row-length bucket that fits; on sm90a longer rows up to 8 buckets are split over a thread-block
+cluster (the ladders of :class:`RowNormTuning`, passed as ``PlanPreference(tuning=...)``); longer
+rows use the loop SKU.  Operands that are not 16-byte aligned (or N not a multiple of the vector
+width) run the generic element-wise loop SKU of the same family — same results, lower
+bandwidth; ``plan.sku()`` reports the primary SKU.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
+from ...common.row_layout import RowLayout, strided_rows
+from ...common.rows import Ladder, RowPolicy, ladder_of
 from ...dtypes import FP4, DType, float32, float64
-from ...errors import InvalidProblemError, UnsupportedError
+from ...errors import DeviceMismatchError, InvalidProblemError, UnsupportedError
 from ...jit import freeze_knobs
-from ...plan import (Plan, align_up, check_dtype, check_finite, check_writable_no_overlap,
-                     collapse_dims, plan_arch, prod, resolve_pref, view_arg)
+from ...plan import (Plan, align_up, check_dtype, check_finite, check_writable_no_overlap, prod,
+                     view_arg)
 from ...runtime.device import current_device_ordinal
 from ...tensor import TensorView, check_shape
 from .specs import row_norm as spec
@@ -36,6 +40,27 @@ _I32_MAX = 2**31 - 1
 def stats_dtype(dt: DType) -> DType:
     """Dtype of saved mean / rstd: f64 for f64 inputs, f32 otherwise."""
     return float64 if dt == float64 else float32
+
+
+@dataclass(frozen=True)
+class RowNormTuning:
+    """Row-norm kernel choice (``PlanPreference(tuning=RowNormTuning(...))``): the sm90a cluster
+    ladders for rows longer than one CTA's register bucket, (CTAs, half-size slices?) in order
+    of preference, each rung among the built cluster SKUs (``specs/row_norm.py`` FW_ROWS /
+    BW_ROWS ``clusters``).  Defaults from a sweep on the H100 (benchmarks/sweep_row_norm.py): the
+    forward prefers 512-thread slices (two CTAs per SM), the backward a 2-CTA cluster of full
+    slices up to 16K, then 8 half slices.  Also used by the GroupNorm / InstanceNorm rows."""
+
+    ladder_fw: Ladder = ((4, True), (8, True), (8, False))
+    ladder_bw: Ladder = ((2, False), (8, True), (8, False))
+
+    def __post_init__(self):
+        object.__setattr__(self, "ladder_fw", ladder_of(self.ladder_fw))
+        object.__setattr__(self, "ladder_bw", ladder_of(self.ladder_bw))
+
+    def policy(self, backward: bool = False) -> RowPolicy:
+        """The row-engine policy of the forward or backward kernel."""
+        return RowPolicy(ladder=self.ladder_bw if backward else self.ladder_fw)
 
 
 def _norm_dims(shape, normalized_ndim: int, what: str) -> Tuple[Tuple[int, ...], int, int]:
@@ -51,23 +76,19 @@ def _norm_dims(shape, normalized_ndim: int, what: str) -> Tuple[Tuple[int, ...],
     return shape, m, n
 
 
-def _primary_knobs(dt: DType, op: str, n: int, arch, backward: bool = False) -> dict:
-    """Smallest register bucket that holds the row; on sm90a rows up to 8 buckets long are split
-    over a thread-block cluster; longer rows take the loop SKU."""
-    cap = (spec.register_cap_bw if backward else spec.register_cap)(dt.short)
-    if n <= cap:
-        b = next(c for c in spec.BUCKETS if c >= n)
-        return dict(dtype=dt.short, op=op, cluster=1, **spec.bucket_config(dt.short, b, backward))
-    if arch is ArchSku.SM90A:
-        for c, half in (spec.CLUSTER_LADDER_BW if backward else spec.CLUSTER_LADDER_FW):
-            if n <= cap // (2 if half else 1) * c:
-                return dict(dtype=dt.short, op=op,
-                            **spec.cluster_config(dt.short, c, backward, half))
-    return dict(dtype=dt.short, op=op, cluster=1, **spec.loop_config(dt.short, True))
+def primary_knobs(dt: DType, op: str, n: int, arch: ArchSku, tuning: RowNormTuning,
+                  backward: bool = False, **extra) -> spec.RowNormKnobs:
+    """The row-norm SKU for rows of ``n`` elements: the smallest register bucket that holds the
+    row; on sm90a longer rows up to 8 buckets go to the tuning's cluster ladder; longer rows take
+    the loop SKU.  ``extra``: further knobs (the per-channel affine of GroupNorm rows)."""
+    engine = spec.BW_ROWS if backward else spec.FW_ROWS
+    g = engine.choose(dt.short, n, arch is ArchSku.SM90A, tuning.policy(backward))
+    return spec.RowNormKnobs.of(g, dtype=dt.short, op=op, **extra)
 
 
-def _generic_knobs(dt: DType, op: str) -> dict:
-    return dict(dtype=dt.short, op=op, cluster=1, **spec.loop_config(dt.short, False))
+def generic_knobs(dt: DType, op: str, **extra) -> spec.RowNormKnobs:
+    """The element-wise loop SKU of the same op (operands not 16-byte aligned)."""
+    return spec.RowNormKnobs.of(spec.FW_ROWS.generic(), dtype=dt.short, op=op, **extra)
 
 
 def _precision(dt: DType) -> PrecisionGuarantee:
@@ -76,30 +97,17 @@ def _precision(dt: DType) -> PrecisionGuarantee:
                               bit_stable_on_same_hardware=True, deterministic=True)
 
 
-def _sku(op_name: str, dt: DType, arch, template: str, knobs: dict) -> KernelSku:
+def _sku(op_name: str, dt: DType, arch, template: str, knobs) -> KernelSku:
     return KernelSku(OpCategory.NORMALIZATION, op_name, dt, arch, BackendKind.CUTE_DSL,
                      _precision(dt), aux_element=stats_dtype(dt), template=template,
                      knobs=freeze_knobs(knobs))
 
 
-class _RowGeometry:
-    """How the tensors of one call map onto (rows × N): up to 3 outer stride groups per tensor
-    (``sizes``, ``strides``) and ``gcd``, the gcd of N and every outer stride (the vector path
-    needs it to be a multiple of the vector width).  Pure function of shapes and strides, so it
-    is memoised: the hot path pays one dict lookup."""
-
-    __slots__ = ("sizes", "strides", "gcd")
-
-    def __init__(self, sizes, strides, g):
-        self.sizes, self.strides, self.gcd = sizes, strides, g
-
-    def aligned(self, vec: int, views) -> bool:
-        return self.gcd % vec == 0 and all(v.ptr % 16 == 0 for v in views)
-
-
 @functools.lru_cache(maxsize=512)
-def _row_geometry(shape, k: int, names, strides) -> _RowGeometry:
-    outer = shape[:len(shape) - k]
+def _layout(shape, k: int, names, strides) -> RowLayout:
+    """The strided row layout of one call (memoised: a pure function of shapes and strides,
+    so the hot path pays one dict lookup); UnsupportedError unless the normalised trailing dims
+    are dense in every operand."""
     inner_shape = shape[len(shape) - k:]
     for name, st in zip(names, strides):
         expect = 1
@@ -110,22 +118,14 @@ def _row_geometry(shape, k: int, names, strides) -> _RowGeometry:
                     f"row-major); got strides {st} for shape {shape}. Make it "
                     f"contiguous first (array_api does this automatically).")
             expect *= n_
-    col = collapse_dims(outer, *[st[:len(outer)] for st in strides])
-    oshape, ostrides = col[0], col[1:]
-    if len(oshape) > 3:
-        raise UnsupportedError(
-            f"the leading (batch) dims collapse to {len(oshape)} strided groups; at most 3 are "
-            f"wired. Make the operands contiguous first (array_api does this automatically).")
-    pad = 3 - len(oshape)
-    sizes = (1,) * pad + tuple(oshape)
-    groups = tuple((0,) * pad + tuple(st) for st in ostrides)
-    g = math.gcd(prod(inner_shape), *[s for st in groups for s in st])
-    return _RowGeometry(sizes, groups, g)
+    outer = len(shape) - k
+    return strided_rows(prod(inner_shape), shape[:outer], [st[:outer] for st in strides],
+                        "the leading (batch) dims")
 
 
-def _geometry_of(desc, named_views) -> _RowGeometry:
-    return _row_geometry(desc.shape, desc.normalized_ndim, tuple(n for n, _ in named_views),
-                         tuple(v.strides for _, v in named_views))
+def _layout_of(desc, named_views) -> RowLayout:
+    return _layout(desc.shape, desc.normalized_ndim, tuple(n for n, _ in named_views),
+                   tuple(v.strides for _, v in named_views))
 
 
 def _check_stats(v: Optional[TensorView], name: str, m: int, dt: DType, dev: int) -> None:
@@ -137,8 +137,6 @@ def _check_stats(v: Optional[TensorView], name: str, m: int, dt: DType, dev: int
         raise InvalidProblemError(f"{name}: must be a dense tensor with one value per row "
                                   f"({m}), got shape {v.shape} strides {v.strides}")
     if v.device != dev:
-        from ...errors import DeviceMismatchError
-
         raise DeviceMismatchError(f"{name}: on device {v.device}, x is on device {dev}")
 
 
@@ -152,8 +150,6 @@ def _check_param(v: Optional[TensorView], name: str, pshape, dt: DType, dev: int
     if v.dtype != dt:
         raise UnsupportedError(f"{name}: dtype {v.dtype.name} != input dtype {dt.name}")
     if v.device != dev:
-        from ...errors import DeviceMismatchError
-
         raise DeviceMismatchError(f"{name}: on device {v.device}, x is on device {dev}")
 
 
@@ -216,20 +212,18 @@ class _RowNormPlan(Plan):
     _op = "rms"
     _name = "rms_norm"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        pref = resolve_pref(pref)
-        shape, m, n = _norm_dims(desc.shape, desc.normalized_ndim, cls.__name__)
-        check_finite(desc.eps, f"{cls.__name__}: eps")
-        if desc.eps < 0:
-            raise InvalidProblemError(f"{cls.__name__}: eps must be >= 0, got {desc.eps}")
-        arch = plan_arch(pref)
-        knobs = _primary_knobs(desc.dtype, cls._op, n, arch)
-        plan = cls(desc, pref, _sku(cls._name, desc.dtype, arch, spec.ROW_NORM_FW.name, knobs))
-        plan._arch, plan._m, plan._n, plan._knobs = arch, m, n, knobs
-        plan._generic = _generic_knobs(desc.dtype, cls._op)
-        plan._records = {}
-        return plan
+    def _plan(self) -> None:
+        d = self.desc
+        who = type(self).__name__
+        _, self._m, self._n = _norm_dims(d.shape, d.normalized_ndim, who)
+        check_finite(d.eps, f"{who}: eps")
+        if d.eps < 0:
+            raise InvalidProblemError(f"{who}: eps must be >= 0, got {d.eps}")
+        tuning = self.pref.tuning_for(RowNormTuning)
+        self._knobs = primary_knobs(d.dtype, self._op, self._n, self._arch, tuning)
+        self._generic = generic_knobs(d.dtype, self._op)
+        self._sku = _sku(self._name, d.dtype, self._arch, spec.ROW_NORM_FW.name, self._knobs)
+        self._records = {}
 
     def is_empty(self) -> bool:
         return self._m == 0 or self._n == 0
@@ -264,46 +258,41 @@ class _RowNormPlan(Plan):
             raise InvalidProblemError("LayerNorm saves mean and rstd together: pass both or neither")
         return x, y, w, b, mean, rstd
 
-    def can_implement(self, args) -> None:
-        x, y, *_ = self._views(args)
-        if not self.is_empty():
-            _geometry_of(self.desc, (("x", x), ("y", y)))
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        # can_implement is folded into _launch's view building (one pass over the args)
-        from ...runtime.stream import stream_handle
-
+    def _bind(self, args):
+        """The checked views, their pointers, and the launch record of their layout (memoised
+        per plan by strides, presence of the optional operands, alignment and device: a repeated
+        call only re-checks the operands and fills in pointers); a new layout is validated here."""
         views = self._views(args)
-        if self.is_empty():
-            return
-        self._launch_views(views, stream_handle(stream))
-
-    def _launch_views(self, views, stream: int) -> None:
         x, y, w, b, mean, rstd = views
         ptrs = (x.ptr, y.ptr, 0 if w is None else w.ptr, 0 if b is None else b.ptr,
                 0 if mean is None else mean.ptr, 0 if rstd is None else rstd.ptr)
         aligned = not ((ptrs[0] | ptrs[1] | ptrs[2] | ptrs[3]) & 15)
         key = (x.strides, y.strides, w is None, b is None, rstd is None, aligned, x.device)
         rec = self._records.get(key)
+        if rec is None and not self.is_empty():
+            _layout_of(self.desc, (("x", x), ("y", y)))
+        return views, ptrs, key, rec
+
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
+        views, ptrs, key, rec = bound
         if rec is None:
-            rec = self._launch_record(key, x, y, w, b, rstd, aligned)
+            rec = self._launch_record(key, views, key[5])
         kern, grid, tail = rec
         kern.launch(grid, ptrs + tail, stream)
 
-    def _launch_record(self, key, x, y, w, b, rstd, aligned: bool):
-        """Kernel, grid and the non-pointer kernel arguments for one layout of the operands
-        (memoised per plan: the hot path only fills in the pointers)."""
+    def _launch_record(self, key, views, aligned: bool):
+        """Kernel, grid and the non-pointer kernel arguments for one layout of the operands."""
+        x, y, w, b, _, rstd = views
         k = self._knobs
-        geo = _geometry_of(self.desc, (("x", x), ("y", y)))
-        if not (aligned and geo.gcd % k["vec"] == 0):
+        lay = _layout_of(self.desc, (("x", x), ("y", y)))
+        if not (aligned and lay.gcd % k.vec == 0):
             k = self._generic
         flags = ((spec.HAS_W if w is not None else 0) | (spec.HAS_B if b is not None else 0)
                  | (spec.WRITE_STATS if rstd is not None else 0))
         kern = self._kernel(spec.ROW_NORM_FW, k, x.device)
-        (xs0, xs1, xs2), (ys0, ys1, ys2) = geo.strides
-        grid = ((self._m + k["rows"] - 1) // k["rows"] * k["cluster"], 1, 1)
-        tail = (self._m, self._n, geo.sizes[1], geo.sizes[2], xs0, xs1, xs2, ys0, ys1, ys2,
-                float(self.desc.eps), flags, 1, 0, 1)  # hw, cpg, G: row affine
+        grid = (k.blocks(self._m), 1, 1)
+        tail = (self._m, self._n, lay.sizes[1], lay.sizes[2]) + lay.flat_strides() + (
+            float(self.desc.eps), flags, 1, 0, 1)  # hw, cpg, G: row affine
         if len(self._records) > 64:
             self._records.clear()
         rec = self._records[key] = (kern, grid, tail)
@@ -314,6 +303,7 @@ class RMSNormPlan(_RowNormPlan):
     """RMSNorm forward. dtypes f32/f16/bf16/f64 (f32 math for half types, f64 for f64); no
     workspace; deterministic and bit-stable (fixed reduction order)."""
 
+    descriptor = RMSNormDescriptor
     _op = "rms"
     _name = "rms_norm"
 
@@ -322,6 +312,7 @@ class LayerNormPlan(_RowNormPlan):
     """LayerNorm forward (two-pass centred variance). dtypes f32/f16/bf16/f64; no workspace;
     deterministic and bit-stable."""
 
+    descriptor = LayerNormDescriptor
     _op = "ln"
     _name = "layer_norm"
 
@@ -390,35 +381,31 @@ class _RowNormBackwardPlan(Plan):
     _op = "rms"
     _name = "rms_norm_backward"
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        pref = resolve_pref(pref)
-        shape, m, n = _norm_dims(desc.shape, desc.normalized_ndim, cls.__name__)
-        arch = plan_arch(pref)
-        knobs = _primary_knobs(desc.dtype, cls._op, n, arch, backward=True)
-        plan = cls(desc, pref, _sku(cls._name, desc.dtype, arch, spec.ROW_NORM_BW.name, knobs))
-        plan._arch, plan._m, plan._n, plan._knobs = arch, m, n, knobs
-        plan._generic = _generic_knobs(desc.dtype, cls._op)
-        plan._csum_knobs = dict(dtype=desc.dtype.short)
-        plan._sms = _sm_count_or_default(pref)
-        return plan
+    def _plan(self) -> None:
+        d = self.desc
+        _, self._m, self._n = _norm_dims(d.shape, d.normalized_ndim, type(self).__name__)
+        tuning = self.pref.tuning_for(RowNormTuning)
+        self._knobs = primary_knobs(d.dtype, self._op, self._n, self._arch, tuning, backward=True)
+        self._generic = generic_knobs(d.dtype, self._op)
+        self._csum_knobs = spec.ColumnSumKnobs(d.dtype.short)
+        self._sms = _sm_count_or_default()
+        self._sku = _sku(self._name, d.dtype, self._arch, spec.ROW_NORM_BW.name, self._knobs)
 
     # grid / partial rows: a persistent grid of about one full wave of CTAs
     def _ctas(self, knobs) -> int:
         """Persistent grid size (CTAs): about one wave, a multiple of the cluster size; each
         cluster (or CTA) is one row slot per ``rows``."""
-        threads = knobs["tpr"] * knobs["rows"]
-        c = knobs["cluster"]
-        per_sm = max(1, 1024 // threads)
-        groups = min((self._m + knobs["rows"] - 1) // knobs["rows"], self._sms * per_sm // c)
+        c = knobs.cluster
+        per_sm = max(1, 1024 // knobs.threads)
+        groups = min((self._m + knobs.rows - 1) // knobs.rows, self._sms * per_sm // c)
         return max(1, groups) * c
 
     def _needs_partials(self) -> bool:
         d = self.desc
-        return d.has_weight or (self._op == "ln" and getattr(d, "has_bias", False))
+        return d.has_weight or (self._op == "ln" and d.has_bias)
 
     def _partial_bytes(self, knobs) -> int:
-        slots = self._ctas(knobs) // knobs["cluster"] * knobs["rows"]
+        slots = self._ctas(knobs) // knobs.cluster * knobs.rows
         nb = slots * self._n * stats_dtype(self.desc.dtype).itemsize
         return align_up(nb)
 
@@ -433,7 +420,8 @@ class _RowNormBackwardPlan(Plan):
     def is_empty(self) -> bool:
         return self._n == 0
 
-    def _views(self, args):
+    def _bind(self, args):
+        """The checked views and (with rows) their validated row layout."""
         d = self.desc
         dy = view_arg(args.dy, "dy", shape=d.shape, dtype=d.dtype)
         dev = dy.device
@@ -461,30 +449,18 @@ class _RowNormBackwardPlan(Plan):
             _check_stats(mean, "mean", self._m, sdt, dev)
         rstd = view_arg(args.rstd, "rstd")
         _check_stats(rstd, "rstd", self._m, sdt, dev)
-        return dy, x, dx, w, dw, db, mean, rstd
-
-    def can_implement(self, args) -> None:
-        dy, x, dx, *_ = self._views(args)
+        lay = None
         if self._m and self._n:
-            _geometry_of(self.desc, (("dy", dy), ("x", x), ("dx", dx)))
+            lay = _layout_of(d, (("dy", dy), ("x", x), ("dx", dx)))
+        return (dy, x, dx, w, dw, db, mean, rstd), lay
 
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
-
-        views = self._views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        self._launch_views(views, stream_handle(stream), ws)
-
-    def _launch_views(self, views, stream: int, ws: Workspace) -> None:
-        dy, x, dx, w, dw, db, mean, rstd = views
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
+        (dy, x, dx, w, dw, db, mean, rstd), lay = bound
         k = self._knobs
         dev = x.device
         want = self._needs_partials()
         if self._m:
-            geo = _geometry_of(self.desc, (("dy", dy), ("x", x), ("dx", dx)))
-            if not geo.aligned(k["vec"], [v for v in (dy, x, dx, w) if v is not None]) or (
+            if not lay.aligned(k.vec, [v for v in (dy, x, dx, w) if v is not None]) or (
                     want and ws.ptr % 16):
                 k = self._generic
             ctas = self._ctas(k)
@@ -493,25 +469,25 @@ class _RowNormBackwardPlan(Plan):
             dbp = ws.ptr + part if (want and self._op == "ln") else 0
             flags = (spec.HAS_W if w is not None else 0) | (spec.WANT_DW if want else 0)
             kern = self._kernel(spec.ROW_NORM_BW, k, dev)
-            (a0, a1, a2), (b0, b1, b2), (c0, c1, c2) = geo.strides
             kern.launch((ctas, 1, 1), [dy.ptr, x.ptr, w.ptr if w is not None else 0,
                                        mean.ptr if mean is not None else 0, rstd.ptr, dx.ptr, dwp,
-                                       dbp, self._m, self._n, geo.sizes[1], geo.sizes[2],
-                                       a0, a1, a2, b0, b1, b2, c0, c1, c2, flags], stream)
-            slots = ctas // k["cluster"] * k["rows"]
+                                       dbp, self._m, self._n, lay.sizes[1], lay.sizes[2],
+                                       *lay.flat_strides(), flags], stream)
+            slots = ctas // k.cluster * k.rows
         else:
             part, slots, dwp, dbp = 0, 0, ws.ptr, ws.ptr  # no rows: the column sums write zeros
         if not want:
             return
         csum = self._kernel(spec.COLUMN_SUM, self._csum_knobs, dev)
-        grid = ((self._n + 31) // 32, 1, 1)
+        grid = ((self._n + spec.COLSUM_COLS - 1) // spec.COLSUM_COLS, 1, 1)
         if dw is not None:
             csum.launch(grid, [dwp, dw.ptr, slots, self._n, self._n], stream)
         if db is not None:
             csum.launch(grid, [dbp, db.ptr, slots, self._n, self._n], stream)
 
 
-def _sm_count_or_default(pref) -> int:
+def _sm_count_or_default() -> int:
+    """SMs of the current device (the persistent backward grid), 132 without a GPU."""
     try:
         from ...runtime.device import has_gpu, sm_count
 
@@ -526,6 +502,7 @@ class RMSNormBackwardPlan(_RowNormBackwardPlan):
     """RMSNorm backward: dx and (with weight) a deterministic dweight (per-CTA partial rows in the
     workspace, summed in a fixed order). dtypes f32/f16/bf16/f64; f32 math for half types."""
 
+    descriptor = RMSNormBackwardDescriptor
     _op = "rms"
     _name = "rms_norm_backward"
 
@@ -533,6 +510,7 @@ class RMSNormBackwardPlan(_RowNormBackwardPlan):
 class LayerNormBackwardPlan(_RowNormBackwardPlan):
     """LayerNorm backward: dx, deterministic dweight / dbias. dtypes f32/f16/bf16/f64."""
 
+    descriptor = LayerNormBackwardDescriptor
     _op = "ln"
     _name = "layer_norm_backward"
 
@@ -541,5 +519,5 @@ __all__ = [
     "RMSNormDescriptor", "RMSNormArgs", "RMSNormPlan", "RMSNormBackwardDescriptor",
     "RMSNormBackwardArgs", "RMSNormBackwardPlan", "LayerNormDescriptor", "LayerNormArgs",
     "LayerNormPlan", "LayerNormBackwardDescriptor", "LayerNormBackwardArgs",
-    "LayerNormBackwardPlan", "stats_dtype",
+    "LayerNormBackwardPlan", "RowNormTuning", "stats_dtype", "primary_knobs", "generic_knobs",
 ]

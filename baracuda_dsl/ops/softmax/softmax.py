@@ -10,31 +10,31 @@ reduction order, no atomics).  Empty problems (no rows or N == 0) return without
 Kernel choice (``plan.sku()`` reports the primary SKU): rows up to one CTA's register bucket
 (32768 elements forward, 16384 for f64; backward 32768 two-byte / 16384 f32 / 8192 f64) use the
 smallest bucket that fits (the row is read once); on sm90a longer rows up to 8 buckets are split
-over a thread-block cluster of 2, 4 or 8 CTAs (forward up to 262144 elements for 2-byte and f32
-rows; two-byte forward rows over 16384 use 2/4/8 half-size 512-thread slices of 16K elements,
-then 8 full slices); anything longer takes the loop SKU (the row is read twice).  Operands that are not 16-byte
-aligned, or N / outer strides not multiples of the vector width, run the generic element-wise
-loop SKU of the same family (same results, lower bandwidth).  Sparsemax has no cluster SKUs:
-rows beyond one CTA's registers take the loop SKU.  The forward's ladder is data:
-``ops/softmax/specs/softmax.py`` CLUSTER_LADDER_FW (rungs) and SINGLE_CTA_MAX_FW (longest row kept in one
-CTA on sm90a), chosen with ``benchmarks/sweep_softmax.py``; half-size cluster SKUs are prebuilt.
+over a thread-block cluster of 2, 4 or 8 full-size CTAs (forward up to 262144 elements for
+2-byte and f32 rows); anything longer takes the loop SKU (the row is read twice).  Operands that
+are not 16-byte aligned, or N / outer strides not multiples of the vector width, run the generic
+element-wise loop SKU of the same family (same results, lower bandwidth).  Sparsemax has no
+cluster SKUs: rows beyond one CTA's registers take the loop SKU.  The ladders are data:
+:class:`SoftmaxTuning` (rungs per direction and dtype, and the longest forward row kept in one
+CTA on sm90a), passed as ``PlanPreference(tuning=...)`` and chosen with
+``benchmarks/sweep_softmax.py``; the half-size cluster SKUs are prebuilt for the sweep.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 from typing import Tuple
 
+from ...common.row_layout import RowLayout, strided_rows
+from ...common.rows import Ladder, PerDtype, RowPolicy, dtype_pairs, ladder_of
 from ...dtypes import FP4, DType, float32, float64
 from ...errors import InvalidProblemError, UnsupportedError
 from ...jit import freeze_knobs
-from ...plan import (Plan, check_dtype, check_writable_no_overlap, collapse_dims, norm_axis,
-                     plan_arch, prod, resolve_pref, view_arg)
+from ...plan import Plan, check_dtype, check_writable_no_overlap, norm_axis, prod, view_arg
 from ...tensor import check_shape
 from .specs import softmax as spec
-from ...vocabulary import ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from ...vocabulary import ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 
 _I32_MAX = 2**31 - 1
 
@@ -42,6 +42,42 @@ _I32_MAX = 2**31 - 1
 def compute_dtype(dt: DType) -> DType:
     """Math / accumulation dtype: f64 for f64 inputs, f32 otherwise."""
     return float64 if dt == float64 else float32
+
+
+@dataclass(frozen=True)
+class SoftmaxTuning:
+    """Softmax kernel choice on sm90a (``PlanPreference(tuning=SoftmaxTuning(...))``): cluster
+    ladders — (CTAs, half-size slices?) rungs in order of preference, each among the built
+    cluster SKUs (``specs/softmax.py`` FW_ROWS / BW_ROWS ``clusters``) — for rows longer than
+    one CTA's register bucket, per direction and (forward) per dtype, and ``single_cta_max_fw``:
+    per dtype, forward rows longer than this go to the ladder even when one CTA could hold them.
+    Per-dtype settings take a mapping or (dtype, value) pairs.
+
+    Sweeps of 2026-11-23 (benchmarks/sweep_softmax.py, H100, fraction of copy): since the forward
+    keeps only the packed inputs in registers (32 a thread: two 1024-thread CTAs per SM) full
+    slices win — bf16 64K: 2 full 0.98, 4 half 0.97; 128K: 4 full 0.96, 8 half 0.95; 256K:
+    8 full 0.91, loop 0.64 — so every dtype takes the full ladder and one CTA up to its cap
+    (while the forward kept its f32 exps in registers, half slices won for 16-bit rows)."""
+
+    ladder_fw: Ladder = ((2, False), (4, False), (8, False))
+    ladder_bw: Ladder = ((2, False), (4, False), (8, False))
+    ladder_fw_by_dtype: PerDtype = ()
+    single_cta_max_fw: PerDtype = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "ladder_fw", ladder_of(self.ladder_fw))
+        object.__setattr__(self, "ladder_bw", ladder_of(self.ladder_bw))
+        object.__setattr__(self, "ladder_fw_by_dtype", tuple(
+            (dt, ladder_of(lad)) for dt, lad in dtype_pairs(self.ladder_fw_by_dtype)))
+        object.__setattr__(self, "single_cta_max_fw", tuple(
+            (dt, int(n)) for dt, n in dtype_pairs(self.single_cta_max_fw)))
+
+    def policy(self, dtype: str, backward: bool = False) -> RowPolicy:
+        """The row-engine policy of ``dtype``'s forward or backward kernel."""
+        if backward:
+            return RowPolicy(ladder=self.ladder_bw)
+        return RowPolicy(ladder=dict(self.ladder_fw_by_dtype).get(dtype, self.ladder_fw),
+                         cluster_above=dict(self.single_cta_max_fw).get(dtype))
 
 
 def _rows(shape, axis, what: str) -> Tuple[Tuple[int, ...], int, int, int]:
@@ -62,49 +98,32 @@ def _precision(dt: DType) -> PrecisionGuarantee:
                               bit_stable_on_same_hardware=True, deterministic=True)
 
 
-def _sku(op_name: str, dt: DType, arch, template: str, knobs: dict) -> KernelSku:
+def _sku(op_name: str, dt: DType, arch, template: str, knobs) -> KernelSku:
     return KernelSku(OpCategory.SOFTMAX, op_name, dt, arch, BackendKind.CUTE_DSL,
                      _precision(dt), aux_element=compute_dtype(dt), template=template,
                      knobs=freeze_knobs(knobs))
 
 
-def primary_knobs(dt: DType, n: int, arch, backward: bool = False,
-                  sparse: bool = False) -> dict:
+def primary_knobs(dt: DType, n: int, arch: ArchSku, tuning: SoftmaxTuning,
+                  backward: bool = False, sparse: bool = False) -> spec.SoftmaxKnobs:
     """Smallest register bucket that holds the row; on sm90a (not sparsemax) rows up to 8
-    buckets long are split over a 2/4/8-CTA cluster; longer rows take the vectorised loop SKU."""
-    cap = spec.register_cap(dt.short, backward)
-    clusters = arch is ArchSku.SM90A and not sparse
-    one = spec.single_cta_max(dt.short, backward) if clusters else cap
-    if n <= one:
-        b = next(c for c in spec.BUCKETS if c >= n)
-        k = dict(dtype=dt.short, cluster=1, **spec.bucket_config(dt.short, b, backward))
-        return spec.sparse_config(k) if sparse else k
-    if clusters:
-        for c, half in spec.cluster_ladder(backward, dt.short):
-            if n <= cap // (2 if half else 1) * c:
-                return dict(dtype=dt.short, **spec.cluster_config(dt.short, c, backward, half))
-        if n <= cap:  # single_cta_max lowered below the cap and no rung fits: one CTA
-            b = next(c for c in spec.BUCKETS if c >= n)
-            return dict(dtype=dt.short, cluster=1, **spec.bucket_config(dt.short, b, backward))
-    return dict(dtype=dt.short, cluster=1, **spec.loop_config(dt.short, True))
+    buckets long are split over a 2/4/8-CTA cluster (the tuning's ladder); longer rows take the
+    vectorised loop SKU."""
+    engine = spec.SPARSEMAX_ROWS if sparse else spec.BW_ROWS if backward else spec.FW_ROWS
+    g = engine.choose(dt.short, n, arch is ArchSku.SM90A, tuning.policy(dt.short, backward))
+    return spec.SoftmaxKnobs.of(g, dtype=dt.short)
 
 
-def generic_knobs(dt: DType) -> dict:
-    return dict(dtype=dt.short, cluster=1, **spec.loop_config(dt.short, False))
-
-
-class _Geometry:
-    """Rows of one call: outer ``sizes`` (3 groups) and per-operand ``strides``; ``gcd`` of N
-    and every outer stride (the vector path needs a multiple of the vector width)."""
-
-    __slots__ = ("sizes", "strides", "gcd")
-
-    def __init__(self, sizes, strides, g):
-        self.sizes, self.strides, self.gcd = sizes, strides, g
+def generic_knobs(dt: DType) -> spec.SoftmaxKnobs:
+    """The element-wise loop SKU (operands not 16-byte aligned, or N / strides not multiples of
+    the vector width)."""
+    return spec.SoftmaxKnobs.of(spec.FW_ROWS.generic(), dtype=dt.short)
 
 
 @functools.lru_cache(maxsize=512)
-def _geometry(shape, ax: int, names, strides) -> _Geometry:
+def _layout(shape, ax: int, names, strides) -> RowLayout:
+    """The strided row layout of one call (memoised); UnsupportedError unless the softmax axis
+    has unit stride in every operand."""
     n = shape[ax]
     for name, st in zip(names, strides):
         if n != 1 and st[ax] != 1:
@@ -114,17 +133,7 @@ def _geometry(shape, ax: int, names, strides) -> _Geometry:
                 f"this automatically).")
     outer = tuple(s for i, s in enumerate(shape) if i != ax)
     ost = [tuple(s for i, s in enumerate(st) if i != ax) for st in strides]
-    col = collapse_dims(outer, *ost)
-    oshape, ostrides = col[0], col[1:]
-    if len(oshape) > 3:
-        raise UnsupportedError(
-            f"the non-softmax dims collapse to {len(oshape)} strided groups; at most 3 are "
-            f"wired. Make the operands contiguous first (array_api does this automatically).")
-    pad = 3 - len(oshape)
-    sizes = (1,) * pad + tuple(oshape)
-    groups = tuple((0,) * pad + tuple(st) for st in ostrides)
-    g = math.gcd(n, *[s for st in groups for s in st])
-    return _Geometry(sizes, groups, g)
+    return strided_rows(n, outer, ost, "the non-softmax dims")
 
 
 class _RowPlan(Plan):
@@ -136,27 +145,19 @@ class _RowPlan(Plan):
     _op = "softmax"
     _backward = False
     _sparse = False
-    _desc_type = None
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        pref = resolve_pref(pref)
-        if not isinstance(desc, cls._desc_type):
-            raise InvalidProblemError(f"{cls.__name__} needs a {cls._desc_type.__name__}, got "
-                                      f"{type(desc).__name__}")
-        shape, ax, m, n = _rows(desc.shape, desc.axis, cls.__name__)
-        arch = plan_arch(pref)
-        knobs = primary_knobs(desc.dtype, n, arch, cls._backward, cls._sparse)
-        plan = cls(desc, pref, _sku(cls._op_name(desc), desc.dtype, arch, cls._template.name,
-                                    knobs))
-        plan._arch, plan._ax, plan._m, plan._n, plan._knobs = arch, ax, m, n, knobs
-        plan._generic = generic_knobs(desc.dtype)
-        plan._records = {}
-        return plan
+    def _plan(self) -> None:
+        d = self.desc
+        _, self._ax, self._m, self._n = _rows(d.shape, d.axis, type(self).__name__)
+        tuning = self.pref.tuning_for(SoftmaxTuning)
+        self._knobs = primary_knobs(d.dtype, self._n, self._arch, tuning, self._backward,
+                                    self._sparse)
+        self._generic = generic_knobs(d.dtype)
+        self._sku = _sku(self._op_name(), d.dtype, self._arch, self._template.name, self._knobs)
+        self._records = {}
 
-    @classmethod
-    def _op_name(cls, desc) -> str:
-        return cls._op
+    def _op_name(self) -> str:
+        return self._op
 
     def _runtime_flag(self) -> int:
         return 0
@@ -175,42 +176,40 @@ class _RowPlan(Plan):
         check_writable_no_overlap(views[-1], self._fields[-1])
         return views
 
-    def _geo(self, views) -> _Geometry:
-        return _geometry(self.desc.shape, self._ax, self._fields,
-                         tuple(tuple(v.strides) for v in views))
+    def _layout_of(self, views) -> RowLayout:
+        return _layout(self.desc.shape, self._ax, self._fields,
+                       tuple(tuple(v.strides) for v in views))
 
-    def can_implement(self, args) -> None:
+    def _bind(self, args):
+        """The checked views, their pointers and the launch record of their layout (memoised
+        per plan by strides, alignment and device: a repeated call only re-checks the operands
+        and fills in pointers); a new layout is validated here."""
         views = self._views(args)
-        if not self.is_empty():
-            self._geo(views)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
-
-        views = self._views(args)
-        self.check_workspace(workspace)
-        if self.is_empty():
-            return
         ptrs = tuple(v.ptr for v in views)
         aligned = not (functools.reduce(lambda a, b: a | b, ptrs) & 15)
         key = (tuple(tuple(v.strides) for v in views), aligned, views[0].device)
         rec = self._records.get(key)
+        if rec is None and not self.is_empty():
+            self._layout_of(views)
+        return views, ptrs, key, rec
+
+    def _launch(self, bound, stream: int, ws: Workspace) -> None:
+        views, ptrs, key, rec = bound
         if rec is None:
-            rec = self._launch_record(key, views, aligned)
+            rec = self._launch_record(key, views, key[1])
         kern, grid, tail = rec
-        kern.launch(grid, ptrs + tail, stream_handle(stream))
+        kern.launch(grid, ptrs + tail, stream)
 
     def _launch_record(self, key, views, aligned: bool):
-        """Kernel, grid and the non-pointer arguments for one layout of the operands (memoised
-        per plan: the hot path only fills in the pointers)."""
+        """Kernel, grid and the non-pointer arguments for one layout of the operands."""
         k = self._knobs
-        geo = self._geo(views)
-        if not (aligned and geo.gcd % k["vec"] == 0):
+        lay = self._layout_of(views)
+        if not (aligned and lay.gcd % k.vec == 0):
             k = self._generic
         kern = self._kernel(self._template, k, views[0].device)
-        grid = ((self._m + k["rows"] - 1) // k["rows"] * k["cluster"], 1, 1)
-        strides = tuple(s for st in geo.strides for s in st)
-        tail = (self._m, self._n, geo.sizes[1], geo.sizes[2]) + strides + (self._runtime_flag(),)
+        grid = (k.blocks(self._m), 1, 1)
+        tail = (self._m, self._n, lay.sizes[1], lay.sizes[2]) + lay.flat_strides() + (
+            self._runtime_flag(),)
         if len(self._records) > 64:
             self._records.clear()
         rec = self._records[key] = (kern, grid, tail)
@@ -254,13 +253,12 @@ class SoftmaxPlan(_RowPlan):
     −inf give NaN as PyTorch); no workspace; deterministic.  FW traffic: 1 read + 1 write
     (register and cluster SKUs), 2 reads + 1 write (loop SKU)."""
 
+    descriptor = SoftmaxDescriptor
     _template = spec.SOFTMAX_FW
     _fields = ("x", "y")
-    _desc_type = SoftmaxDescriptor
 
-    @classmethod
-    def _op_name(cls, desc) -> str:
-        return "log_softmax" if desc.log else "softmax"
+    def _op_name(self) -> str:
+        return "log_softmax" if self.desc.log else "softmax"
 
     def _runtime_flag(self) -> int:
         return spec.LOG if self.desc.log else 0
@@ -295,14 +293,13 @@ class SoftmaxBackwardPlan(_RowPlan):
     workspace; deterministic.  Traffic: 2 reads + 1 write (register / cluster SKUs), 4 reads +
     1 write (loop SKU)."""
 
+    descriptor = SoftmaxBackwardDescriptor
     _template = spec.SOFTMAX_BW
     _fields = ("dy", "y", "dx")
     _backward = True
-    _desc_type = SoftmaxBackwardDescriptor
 
-    @classmethod
-    def _op_name(cls, desc) -> str:
-        return "log_softmax_backward" if desc.log else "softmax_backward"
+    def _op_name(self) -> str:
+        return "log_softmax_backward" if self.desc.log else "softmax_backward"
 
     def _runtime_flag(self) -> int:
         return spec.MODE_LOG if self.desc.log else spec.MODE_SOFTMAX
@@ -336,11 +333,11 @@ class SparsemaxPlan(_RowPlan):
     workspace; deterministic.  Rows up to the register bucket are read once; longer rows (loop
     SKU) are re-read once per step."""
 
+    descriptor = SparsemaxDescriptor
     _template = spec.SPARSEMAX_FW
     _fields = ("x", "y")
     _sparse = True
     _op = "sparsemax"
-    _desc_type = SparsemaxDescriptor
 
 
 @dataclass(frozen=True)
@@ -368,11 +365,11 @@ class SparsemaxBackwardPlan(_RowPlan):
     """Sparsemax backward (the softmax_bw kernel in sparsemax mode).  dtypes f32/f16/bf16/f64;
     no workspace; deterministic.  2 reads + 1 write (register / cluster SKUs)."""
 
+    descriptor = SparsemaxBackwardDescriptor
     _template = spec.SOFTMAX_BW
     _fields = ("dy", "y", "dx")
     _backward = True
     _op = "sparsemax_backward"
-    _desc_type = SparsemaxBackwardDescriptor
 
     def _runtime_flag(self) -> int:
         return spec.MODE_SPARSEMAX
@@ -382,5 +379,5 @@ __all__ = [
     "SoftmaxDescriptor", "SoftmaxArgs", "SoftmaxPlan", "SoftmaxBackwardDescriptor",
     "SoftmaxBackwardArgs", "SoftmaxBackwardPlan", "SparsemaxDescriptor", "SparsemaxArgs",
     "SparsemaxPlan", "SparsemaxBackwardDescriptor", "SparsemaxBackwardArgs",
-    "SparsemaxBackwardPlan", "compute_dtype", "primary_knobs", "generic_knobs",
+    "SparsemaxBackwardPlan", "SoftmaxTuning", "compute_dtype", "primary_knobs", "generic_knobs",
 ]

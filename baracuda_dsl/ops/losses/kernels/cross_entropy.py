@@ -156,10 +156,12 @@ def set_status(pst, flags):
         s[0] = Int32(1)
 
 
-def build(knobs: dict):
-    if "mode" in knobs:
+def build(knobs):
+    """The kernel of one SKU of the three templates defined here (by knobs type:
+    ``cross_entropy_fw``, ``lce_chunk``, ``cross_entropy_reduce``)."""
+    if isinstance(knobs, spec.CrossEntropyKnobs):
         return _build_fw(knobs)
-    if "op" in knobs:
+    if isinstance(knobs, spec.LceChunkKnobs):
         return _build_lce(knobs)
     return _build_reduce(knobs)
 
@@ -171,14 +173,14 @@ def _mk(t, a):
 
 
 # ===================================================================================== forward
-def _build_fw(knobs: dict):
-    dt, mode = knobs["dtype"], knobs["mode"]
-    vec, tpr, rows, chunks = knobs["vec"], knobs["tpr"], knobs["rows"], knobs["chunks"]
-    C = knobs.get("cluster", 1)
+def _build_fw(knobs: spec.CrossEntropyKnobs):
+    dt, mode = knobs.dtype, knobs.mode
+    vec, tpr, rows, chunks = knobs.vec, knobs.tpr, knobs.rows, knobs.chunks
+    C = knobs.cluster
     T = element_type(dt)
     CT = compute_type(dt)
     threads = tpr * rows
-    smem = spec._geometry(knobs).smem_bytes
+    smem = spec.CROSS_ENTROPY_FW.geometry(knobs).smem_bytes
     slots = spec.SLOTS
     aux = mode != "plain"
     U = 4 if vec > 1 else 8
@@ -448,9 +450,9 @@ def _build_fw(knobs: dict):
 
 
 # =================================================================================== reduction
-def _build_reduce(knobs: dict):
-    T = element_type(knobs["dtype"])
-    CT = compute_type(knobs["dtype"])
+def _build_reduce(knobs: spec.LossReduceKnobs):
+    T = element_type(knobs.dtype)
+    CT = compute_type(knobs.dtype)
     NT = spec.REDUCE_THREADS
     NW = NT // WARP
 
@@ -500,7 +502,7 @@ def _build_reduce(knobs: dict):
 
 
 # ========================================================== fused linear + cross-entropy chunk
-def _build_lce(knobs: dict):
+def _build_lce(knobs: spec.LceChunkKnobs):
     """One vocabulary chunk z (M, Vc) of f32 (f64) logits for columns [v0, v0 + Vc).
 
     fw: per row, merge the chunk's (max, sum-exp) into stats[row, 0:2] and take the target logit
@@ -509,12 +511,12 @@ def _build_lce(knobs: dict):
     bw: dz = (exp(z − lse) − [col == t])·g_row in the ``ddt`` dtype (0 for ignored / bad rows);
         here ``stats`` is the lse vector (one value per row).
     """
-    dt, op = knobs["dtype"], knobs["op"]
-    vec, tpr, rows = knobs["vec"], knobs["tpr"], knobs["rows"]
+    dt, op = knobs.dtype, knobs.op
+    vec, tpr, rows = knobs.vec, knobs.tpr, knobs.rows
     CT = compute_type(dt)
-    DT = element_type(knobs["ddt"])
+    DT = element_type(knobs.ddt)
     threads = tpr * rows
-    smem = spec._geometry(knobs).smem_bytes
+    smem = spec.LCE_CHUNK.geometry(knobs).smem_bytes
     slots = spec.SLOTS
     U = 4 if vec > 1 else 8
     NEG = -math.inf

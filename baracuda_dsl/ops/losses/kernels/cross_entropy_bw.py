@@ -24,13 +24,13 @@ from ....blocks.reduction_base import (alloc_reduction_buffer, compute_type, ele
                                        load_batch, load_scalar, row_allreduce_sum, store_batch)
 
 
-def build(knobs: dict):
-    dt, mode = knobs["dtype"], knobs["mode"]
-    vec, tpr, rows, chunks = knobs["vec"], knobs["tpr"], knobs["rows"], knobs["chunks"]
+def build(knobs: spec.CrossEntropyKnobs):
+    dt, mode = knobs.dtype, knobs.mode
+    vec, tpr, rows, chunks = knobs.vec, knobs.tpr, knobs.rows, knobs.chunks
     T = element_type(dt)
     CT = compute_type(dt)
     threads = tpr * rows
-    smem = spec._geometry(knobs).smem_bytes
+    smem = spec.CROSS_ENTROPY_BW.geometry(knobs).smem_bytes
     slots = spec.SLOTS
     U = chunks if chunks > 0 else (4 if vec > 1 else 8)
 

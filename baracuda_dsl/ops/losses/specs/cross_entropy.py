@@ -2,7 +2,7 @@
 loss reduction, and the per-chunk statistics update of the fused linear + cross-entropy).
 
 Rows are the ``M`` rows of an (M, N) logits matrix: unit stride along the N classes, any row
-stride.  Geometry knobs follow the row-norm family (:mod:`baracuda_dsl.ops.normalization.specs.row_norm`):
+stride.  Knobs (:class:`CrossEntropyKnobs`):
 
 ``dtype``   logits element type (f32, f16, bf16, f64); math in f32 (f64 for f64)
 ``mode``    forward: ``nll`` (log-probability input: loss = −w[t]·x[t], one thread a row),
@@ -11,11 +11,10 @@ stride.  Geometry knobs follow the row-norm family (:mod:`baracuda_dsl.ops.norma
             (soft targets: a second (M, N) operand of probabilities); backward adds ``nll``
             (input already log-probabilities: dx = −w[t]·g at the target, 0 elsewhere; x is not
             read)
-``vec``     elements per global access (16 bytes, or 1 for the generic misaligned path)
-``tpr``     threads per row; ``rows`` rows per CTA
-``cluster`` CTAs of a thread-block cluster sharing one row (sm90a only; 1 otherwise)
-``chunks``  vectors per thread kept in registers (the row-length bucket; the SKU serves
-            ``N <= tpr·chunks·vec·cluster``); 0 = loop mode for any N (online max / sum-exp)
+``vec``, ``tpr``, ``rows``, ``chunks``, ``cluster``
+            the row geometry (:class:`~baracuda_dsl.common.rows.RowGeometry`): the SKU serves
+            ``N <= tpr·chunks·vec·cluster`` from registers; ``chunks = 0`` is loop mode for any N
+            (online max / sum-exp); clusters on sm90a only
 
 Targets are read as int32 words (``ts`` = 1 for int32 targets, 2 for int64), so one SKU serves
 both index dtypes.
@@ -23,14 +22,18 @@ both index dtypes.
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
+from ....common.rows import ByDtype, RowEngine, RowGeometry, WideRows
 from ....dtypes import FP4
 from ....jit import KernelTemplate, LaunchGeometry, params, register
-from ...normalization.specs import row_norm as _rn
 
 DTYPES = tuple(d.short for d in FP4)
 FW_MODES = ("plain", "smooth", "prob")
 BW_MODES = ("plain", "smooth", "prob", "nll")
-BUCKETS = _rn.BUCKETS
+BUCKETS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+HALF_DTYPES = ("f16", "bf16")
 
 #: forward flag bits
 HAS_W, WRITE_LOSS, WRITE_ROWS, WRITE_LSE, HAS_STATUS = 1, 2, 4, 8, 16
@@ -40,113 +43,67 @@ G_ROW, G_MEAN = 32, 64
 
 SLOTS = 8  # reduction slots (max, sum-exp, Σa·x, Σa, and parities)
 
-
-def register_cap(dtype: str) -> int:
-    return _rn.register_cap(dtype)
-
-
-def bucket_config(dtype: str, cap: int) -> dict:
-    return _rn.bucket_config(dtype, cap)
-
-
-def loop_config(dtype: str, vectorised: bool) -> dict:
-    return _rn.loop_config(dtype, vectorised)
-
-
-#: long rows on sm90a: a cluster of half-size (512-thread) slices, then full slices
-CLUSTER_LADDER = ((2, True), (4, True), (8, True), (8, False))
-
-
-def cluster_config(dtype: str, clusters: int, half: bool) -> dict:
-    cap = register_cap(dtype) // (2 if half else 1)
-    return dict(bucket_config(dtype, cap), cluster=clusters)
-
-
-#: forward alternatives for the half types (f16, bf16), for the sweep / the plans' WIDE knob:
-#: the same row bucket with half the threads and twice the vectors per thread (``wide_config``),
-#: and clusters of such 512-thread × 64-element slices (``WIDE_CLUSTERS``)
-WIDE_CAPS = (4096, 8192, 16384, 32768)
-WIDE_CLUSTERS = (2, 4, 8)
-HALF_DTYPES = ("f16", "bf16")
-
-
-def wide_config(dtype: str, cap: int) -> dict:
-    """Bucket ``cap`` of a half dtype at half the threads per row, twice the chunks."""
-    k = bucket_config(dtype, cap)
-    return dict(k, tpr=k["tpr"] // 2, chunks=k["chunks"] * 2, cluster=1)
-
-
-def wide_cluster_config(dtype: str, clusters: int) -> dict:
-    """A cluster of ``clusters`` wide 512-thread slices (cap 32768 per CTA for half dtypes)."""
-    return dict(wide_config(dtype, register_cap(dtype)), cluster=clusters)
-
-
-def bucket_cap(k: dict) -> int:
-    return k["chunks"] * k["tpr"] * k["vec"] * k.get("cluster", 1)
-
-
-def _geo_space(dt: str):
-    for cap in BUCKETS:
-        if cap <= register_cap(dt):
-            yield dict(cluster=1, **bucket_config(dt, cap))
-    seen = set()
-    for c, half in CLUSTER_LADDER:
-        k = cluster_config(dt, c, half)
-        key = tuple(sorted(k.items()))
-        if key not in seen:
-            seen.add(key)
-            yield k
-    yield dict(cluster=1, **loop_config(dt, True))
-    yield dict(cluster=1, **loop_config(dt, False))
-    yield dict(cluster=1, **SMALL_GENERIC)
-
-
-#: element-wise loop for short misaligned rows (c <= SMALL_GENERIC_MAX): a warp per row
-SMALL_GENERIC = dict(vec=1, tpr=32, rows=4, chunks=0)
+#: element-wise loop for short misaligned rows (N <= SMALL_GENERIC_MAX): a warp per row
+SMALL_GENERIC = RowGeometry(vec=1, tpr=32, rows=4, chunks=0, cluster=1)
 SMALL_GENERIC_MAX = 2048
 
+#: forward: four 16-byte vectors a thread up to 1024 threads (32768 elements, 16384 for f64);
+#: long rows on sm90a: clusters of half-size (512-thread) slices, then full slices; for the half
+#: types (f16, bf16) "wide" alternatives — the same bucket with half the threads per row and
+#: twice the vectors per thread, and clusters of 512-thread × 32K-element slices — that
+#: :class:`~baracuda_dsl.ops.losses.cross_entropy.CrossEntropyTuning` can switch to
+FW_ROWS = RowEngine(
+    slots=SLOTS, buckets=BUCKETS, caps=ByDtype(32768, 32768, 32768, 16384),
+    per_thread=ByDtype.vectors(4), max_tpr=1024,
+    clusters=((2, True), (4, True), (8, True), (8, False)),
+    wide=WideRows(dtypes=HALF_DTYPES, buckets=(4096, 8192, 16384, 32768), clusters=(2, 4, 8)),
+    short_generic=SMALL_GENERIC, short_generic_max=SMALL_GENERIC_MAX)
+#: backward: streams each row once (x read once either way), so no clusters / wide variants
+BW_ROWS = dataclasses.replace(FW_ROWS, clusters=(), wide=None)
+
 #: NLL forward: one thread per row (only the target element is read)
-NLL_FW_GEO = dict(vec=1, tpr=1, rows=128, chunks=0, cluster=1)
+NLL_FW_GEO = RowGeometry(vec=1, tpr=1, rows=128, chunks=0, cluster=1)
 
 
-def _wide_space(dt: str):
-    if dt in HALF_DTYPES:
-        for cap in WIDE_CAPS:
-            yield wide_config(dt, cap)
-        for c in WIDE_CLUSTERS:
-            yield wide_cluster_config(dt, c)
+@dataclass(frozen=True)
+class CrossEntropyKnobs(RowGeometry):
+    """Knobs of ``cross_entropy_fw`` / ``cross_entropy_bw``: the row geometry, the logits
+    element type and the loss mode."""
+
+    dtype: str
+    mode: str
+
+
+@dataclass(frozen=True)
+class LossReduceKnobs:
+    """Knobs of ``cross_entropy_reduce``: the loss element type (sums in its compute type)."""
+
+    dtype: str
+
+
+@dataclass(frozen=True)
+class LceChunkKnobs(RowGeometry):
+    """Knobs of ``lce_chunk``: the loop geometry, the logits compute type ``dtype`` (f32, f64),
+    ``op`` (``fw`` statistics update, ``bw`` dlogits) and ``ddt`` (the dlogits / loss dtype)."""
+
+    dtype: str
+    op: str
+    ddt: str
 
 
 def _fw_space():
     for dt in DTYPES:
         for mode in FW_MODES:
-            seen = set()
-            for g in list(_geo_space(dt)) + list(_wide_space(dt)):
-                key = tuple(sorted(g.items()))
-                if key not in seen:
-                    seen.add(key)
-                    yield dict(dtype=dt, mode=mode, **g)
-        yield dict(dtype=dt, mode="nll", **NLL_FW_GEO)
+            for g in FW_ROWS.space(dt):
+                yield CrossEntropyKnobs.of(g, dtype=dt, mode=mode)
+        yield CrossEntropyKnobs.of(NLL_FW_GEO, dtype=dt, mode="nll")
 
 
 def _bw_space():
     for dt in DTYPES:
         for mode in BW_MODES:
-            for g in _geo_space(dt):
-                if g["cluster"] == 1:  # streaming: x is read once either way
-                    yield dict(dtype=dt, mode=mode, **g)
-
-
-def _arch_ok(k: dict, arch: str) -> bool:
-    return k.get("cluster", 1) == 1 or arch == "sm90a"
-
-
-def _geometry(k: dict) -> LaunchGeometry:
-    tpr, rows, c = k["tpr"], k["rows"], k.get("cluster", 1)
-    smem = 0 if tpr <= 32 else rows * (tpr // 32) * SLOTS * 8 + 64
-    if c > 1:
-        smem += rows * SLOTS * c * 8 + 64
-    return LaunchGeometry(threads=tpr * rows, smem_bytes=smem, cluster=c)
+            for g in BW_ROWS.space(dt):
+                yield CrossEntropyKnobs.of(g, dtype=dt, mode=mode)
 
 
 CROSS_ENTROPY_FW = register(KernelTemplate(
@@ -156,8 +113,9 @@ CROSS_ENTROPY_FW = register(KernelTemplate(
     params=params("x:ptr t:ptr w:ptr p:ptr loss:ptr rl:ptr den:ptr lse:ptr st:ptr M:i32 N:i32 "
                   "xs:i64 ps:i64 ts:i32 ign:i64 eps:f64 flags:i32"),
     space=_fw_space,
-    geometry=_geometry,
-    arch_ok=_arch_ok,
+    geometry=FW_ROWS.launch,
+    knobs=CrossEntropyKnobs,
+    arch_ok=CrossEntropyKnobs.arch_ok,
 ))
 
 CROSS_ENTROPY_BW = register(KernelTemplate(
@@ -167,16 +125,12 @@ CROSS_ENTROPY_BW = register(KernelTemplate(
     params=params("x:ptr t:ptr w:ptr p:ptr lse:ptr g:ptr tw:ptr dx:ptr st:ptr M:i32 N:i32 "
                   "xs:i64 ps:i64 ds:i64 ts:i32 ign:i64 eps:f64 flags:i32"),
     space=_bw_space,
-    geometry=_geometry,
-    arch_ok=_arch_ok,
+    geometry=BW_ROWS.launch,
+    knobs=CrossEntropyKnobs,
+    arch_ok=CrossEntropyKnobs.arch_ok,
 ))
 
 REDUCE_THREADS = 1024
-
-
-def _red_space():
-    for dt in DTYPES:
-        yield dict(dtype=dt)
 
 
 #: fixed-order Σ of the per-row losses / denominators: loss = Σl (sum) or Σl / Σd (mean)
@@ -185,8 +139,9 @@ LOSS_REDUCE = register(KernelTemplate(
     family="losses",
     module="baracuda_dsl.ops.losses.kernels.cross_entropy",
     params=params("rl:ptr den:ptr out:ptr tw:ptr M:i32 rs:i64 flags:i32"),
-    space=_red_space,
+    space=lambda: (LossReduceKnobs(dt) for dt in DTYPES),
     geometry=lambda k: LaunchGeometry(threads=REDUCE_THREADS, smem_bytes=2 * 32 * 8 + 64),
+    knobs=LossReduceKnobs,
 ))
 
 #: reduce flag bits
@@ -195,13 +150,12 @@ RED_MEAN, RED_TW = 1, 2
 
 def _lce_space():
     """z (the chunk of logits) is f32 (f64 for f64 problems); ``ddt`` is the dtype of the
-    backward's dlogits (the GEMM operand dtype)."""
+    backward's dlogits (the GEMM operand dtype); the vectorised and the generic loop."""
     for dt, ddts in (("f32", ("f32", "f16", "bf16")), ("f64", ("f64",))):
-        for g in (dict(cluster=1, **loop_config(dt, True)),
-                  dict(cluster=1, **loop_config(dt, False))):
+        for g in (FW_ROWS.loop(dt), FW_ROWS.generic()):
             for ddt in ddts:
-                yield dict(dtype=dt, op="fw", ddt=ddt, **g)
-                yield dict(dtype=dt, op="bw", ddt=ddt, **g)
+                yield LceChunkKnobs.of(g, dtype=dt, op="fw", ddt=ddt)
+                yield LceChunkKnobs.of(g, dtype=dt, op="bw", ddt=ddt)
 
 
 #: fused linear + cross-entropy: per-row online (max, sum-exp) update over one vocabulary chunk
@@ -214,7 +168,8 @@ LCE_CHUNK = register(KernelTemplate(
     params=params("z:ptr t:ptr stats:ptr dz:ptr g:ptr tw:ptr st:ptr M:i32 Vc:i32 zs:i64 dzs:i64 "
                   "v0:i64 V:i64 ts:i32 ign:i64 flags:i32"),
     space=_lce_space,
-    geometry=_geometry,
+    geometry=FW_ROWS.launch,
+    knobs=LceChunkKnobs,
 ))
 
 #: lce flag bits: FIRST chunk (initialise stats), LAST chunk (finalise); HAS_STATUS, G_ROW and

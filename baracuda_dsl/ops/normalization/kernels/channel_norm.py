@@ -22,7 +22,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
-from ..specs.channel_norm import PARTIAL_THREADS
+from ..specs.channel_norm import PARTIAL_THREADS, ChannelVecKnobs
 from ....blocks.reduction_base import WARP, compute_type, element_type
 
 
@@ -34,8 +34,8 @@ def chan_merge(n_a, m_a, q_a, n_b, m_b, q_b, CT):
     return n, m_a + d * r, q_a + q_b + d * d * n_a * r
 
 
-def build(knobs: dict):
-    dt, vec, mode = knobs["dtype"], knobs["vec"], knobs["mode"]
+def build(knobs: ChannelVecKnobs):
+    dt, vec, mode = knobs.dtype, knobs.vec, knobs.mode
     T = element_type(dt)
     CT = compute_type(dt)
     bw = mode == "bw"

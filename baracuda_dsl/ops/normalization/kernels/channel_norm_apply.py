@@ -18,12 +18,12 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
-from ..specs.channel_norm import APPLY_THREADS, APPLY_UNROLL
+from ..specs.channel_norm import APPLY_THREADS, APPLY_UNROLL, ChannelVecKnobs
 from ....blocks.reduction_base import compute_type, element_type
 
 
-def build(knobs: dict):
-    dt, vec, mode = knobs["dtype"], knobs["vec"], knobs["mode"]
+def build(knobs: ChannelVecKnobs):
+    dt, vec, mode = knobs.dtype, knobs.vec, knobs.mode
     T = element_type(dt)
     CT = compute_type(dt)
     bw = mode == "bw"

@@ -25,13 +25,13 @@ import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64, const_expr
 
 from ..specs.channel_norm import (ENTRIES, FINALIZE_THREADS, HAS_B, HAS_W, TRAINING, UPDATE_RUNNING,
-                                  WANT_DB, WANT_DW)
+                                  WANT_DB, WANT_DW, ChannelFinalizeKnobs)
 from .channel_norm import chan_merge
 from ....blocks.reduction_base import compute_type, element_type
 
 
-def build(knobs: dict):
-    dt, pdt, mode = knobs["dtype"], knobs["pdtype"], knobs["mode"]
+def build(knobs: ChannelFinalizeKnobs):
+    dt, pdt, mode = knobs.dtype, knobs.pdtype, knobs.mode
     CT = compute_type(dt)
     PT = element_type(pdt)
     bw = mode == "bw"

@@ -12,14 +12,13 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
+from ..specs.row_norm import COLSUM_COLS as COLS, COLSUM_GROUPS as GROUPS, ColumnSumKnobs
 from ....blocks.reduction_base import compute_type, element_type
 
-COLS, GROUPS = 32, 8
 
-
-def build(knobs: dict):
-    T = element_type(knobs["dtype"])
-    CT = compute_type(knobs["dtype"])
+def build(knobs: ColumnSumKnobs):
+    T = element_type(knobs.dtype)
+    CT = compute_type(knobs.dtype)
 
     @cute.kernel
     def kernel(psrc: cute.Pointer, pdst: cute.Pointer, G: Int32, N: Int32, ld: Int64):

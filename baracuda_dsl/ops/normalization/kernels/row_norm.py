@@ -17,7 +17,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64, const_expr
 
-from ..specs.row_norm import HAS_B, HAS_W, WRITE_STATS
+from ..specs.row_norm import HAS_B, HAS_W, ROW_NORM_FW, SLOTS, WRITE_STATS, RowNormKnobs
 from ....blocks.reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer,
                                        cluster_publish, cluster_rank, cluster_sum, compute_type,
                                        element_type, load_batch, load_scalar, row_allreduce_sum,
@@ -37,21 +37,18 @@ def channel_affine(pw, pb, ch, has_w, has_b, one):
     return wv, bv
 
 
-def build(knobs: dict):
-    dt, op = knobs["dtype"], knobs["op"]
-    vec, tpr, rows, chunks = knobs["vec"], knobs["tpr"], knobs["rows"], knobs["chunks"]
-    C = knobs.get("cluster", 1)  # CTAs sharing one row (thread-block cluster, sm90a)
-    chan = knobs.get("affine", "row") == "chan"  # GroupNorm rows: one weight per channel slice
+def build(knobs: RowNormKnobs):
+    dt, op = knobs.dtype, knobs.op
+    vec, tpr, rows, chunks = knobs.vec, knobs.tpr, knobs.rows, knobs.chunks
+    C = knobs.cluster  # CTAs sharing one row (thread-block cluster, sm90a)
+    chan = knobs.affine == "chan"  # GroupNorm rows: one weight per channel slice
     T = element_type(dt)
     CT = compute_type(dt)
-    PT = element_type(knobs.get("pdt", dt))  # weight / bias element type
+    PT = element_type(knobs.pdt or dt)  # weight / bias element type
     is_ln = op == "ln"
     threads = tpr * rows
-    from ..specs.row_norm import _geometry
-
-    smem = _geometry(knobs).smem_bytes
-    from ..specs.row_norm import SLOTS as slots
-
+    smem = ROW_NORM_FW.geometry(knobs).smem_bytes
+    slots = SLOTS
     U = 4 if vec > 1 else 8  # loop mode: vectors per thread in flight per step
 
     @cute.kernel

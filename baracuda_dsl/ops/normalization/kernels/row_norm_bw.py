@@ -18,22 +18,22 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
-from ..specs.row_norm import HAS_W, SLOTS, WANT_DW, _geometry
+from ..specs.row_norm import HAS_W, ROW_NORM_BW, SLOTS, WANT_DW, RowNormKnobs
 from ....blocks.reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer,
                                        cluster_publish, cluster_rank, cluster_sum, compute_type,
                                        element_type, load_batch, load_scalar, row_allreduce_sum,
                                        row_allreduce_sum2, row_tensors, store_batch)
 
 
-def build(knobs: dict):
-    dt, op = knobs["dtype"], knobs["op"]
-    vec, tpr, rows, chunks = knobs["vec"], knobs["tpr"], knobs["rows"], knobs["chunks"]
-    C = knobs.get("cluster", 1)  # CTAs sharing one row (thread-block cluster, sm90a)
+def build(knobs: RowNormKnobs):
+    dt, op = knobs.dtype, knobs.op
+    vec, tpr, rows, chunks = knobs.vec, knobs.tpr, knobs.rows, knobs.chunks
+    C = knobs.cluster  # CTAs sharing one row (thread-block cluster, sm90a)
     T = element_type(dt)
     CT = compute_type(dt)
     is_ln = op == "ln"
     threads = tpr * rows
-    smem = _geometry(knobs).smem_bytes
+    smem = ROW_NORM_BW.geometry(knobs).smem_bytes
     U = 2 if vec > 1 else 4  # loop mode: vectors per thread in flight per step
 
     @cute.kernel

@@ -21,6 +21,9 @@ for half inputs).  No atomics: every reduction order is fixed, so results are bi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ....common.rows import max_vec
 from ....dtypes import FP4
 from ....jit import KernelTemplate, LaunchGeometry, params, register
 
@@ -32,31 +35,42 @@ APPLY_THREADS = 256
 APPLY_UNROLL = 4  # vectors per thread in the apply kernel
 
 
-def itemsize(dtype: str) -> int:
-    return {"f32": 4, "f16": 2, "bf16": 2, "f64": 8}[dtype]
-
-
-def max_vec(dtype: str) -> int:
-    return 16 // itemsize(dtype)
-
-
 def param_dtypes(dtype: str):
     """Allowed dtypes of weight / bias / running stats: the input dtype, or f32 for half inputs."""
     return (dtype, "f32") if dtype in ("f16", "bf16") else (dtype,)
+
+
+@dataclass(frozen=True)
+class ChannelVecKnobs:
+    """Knobs of ``channel_norm_partial`` / ``channel_norm_apply``: element type, direction
+    (``fw`` | ``bw``) and elements per access (16 bytes, or 1 on the generic path)."""
+
+    dtype: str
+    mode: str
+    vec: int
+
+
+@dataclass(frozen=True)
+class ChannelFinalizeKnobs:
+    """Knobs of ``channel_norm_finalize``: element type, parameter dtype, direction."""
+
+    dtype: str
+    pdtype: str
+    mode: str
 
 
 def _vec_space():
     for dt in DTYPES:
         for mode in MODES:
             for vec in (max_vec(dt), 1):
-                yield dict(dtype=dt, mode=mode, vec=vec)
+                yield ChannelVecKnobs(dt, mode, vec)
 
 
 def _finalize_space():
     for dt in DTYPES:
         for pdt in param_dtypes(dt):
             for mode in MODES:
-                yield dict(dtype=dt, pdtype=pdt, mode=mode)
+                yield ChannelFinalizeKnobs(dt, pdt, mode)
 
 
 PARTIAL = register(KernelTemplate(
@@ -68,6 +82,7 @@ PARTIAL = register(KernelTemplate(
     space=_vec_space,
     geometry=lambda k: LaunchGeometry(threads=PARTIAL_THREADS,
                                       smem_bytes=(PARTIAL_THREADS // 32) * 4 * 8 + 64),
+    knobs=ChannelVecKnobs,
 ))
 
 FINALIZE = register(KernelTemplate(
@@ -79,6 +94,7 @@ FINALIZE = register(KernelTemplate(
                   "momentum:f64 flags:i32"),
     space=_finalize_space,
     geometry=lambda k: LaunchGeometry(threads=FINALIZE_THREADS, smem_bytes=0),
+    knobs=ChannelFinalizeKnobs,
 ))
 
 APPLY = register(KernelTemplate(
@@ -88,6 +104,7 @@ APPLY = register(KernelTemplate(
     params=params("x:ptr dy:ptr out:ptr emu:ptr ea:ptr eb:ptr ec:ptr total_v:i64 Sv:i64 E:i32"),
     space=_vec_space,
     geometry=lambda k: LaunchGeometry(threads=APPLY_THREADS, smem_bytes=0),
+    knobs=ChannelVecKnobs,
 ))
 
 #: flag bits of the finalize kernel

@@ -29,7 +29,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64, Uint32, const_expr
 
-from ..specs.softmax import LOG, SLOTS, _geometry
+from ..specs.softmax import LOG, SLOTS, SOFTMAX_FW, SoftmaxKnobs
 from ....blocks.reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_rank,
                                        compute_type, element_type, row_offset)
 from ....blocks.half_pairs import pair_max
@@ -63,14 +63,14 @@ def cluster_merge(m, s, cbuf, C: cutlass.Constexpr, row_in_cta, lane_in_row):
     return warp_online(cbuf[row_in_cta, 0, r], cbuf[row_in_cta, 1, r], C)
 
 
-def build(knobs: dict):
-    dt = knobs["dtype"]
-    vec, tpr, rows, chunks = knobs["vec"], knobs["tpr"], knobs["rows"], knobs["chunks"]
-    C = knobs.get("cluster", 1)
+def build(knobs: SoftmaxKnobs):
+    dt = knobs.dtype
+    vec, tpr, rows, chunks = knobs.vec, knobs.tpr, knobs.rows, knobs.chunks
+    C = knobs.cluster
     T = element_type(dt)
     CT = compute_type(dt)
     threads = tpr * rows
-    smem = _geometry(knobs).smem_bytes
+    smem = SOFTMAX_FW.geometry(knobs).smem_bytes
     U = 4 if vec > 1 else 8  # loop mode: vectors per thread in flight per step
     NEG = -math.inf
     HALF = T.width == 16 and vec % 2 == 0  # two-byte vectors: packed max, packed registers

@@ -17,7 +17,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, Uint32, const_expr
 
-from ..specs.softmax import MODE_LOG, MODE_SOFTMAX, SLOTS, _geometry
+from ..specs.softmax import MODE_LOG, MODE_SOFTMAX, SLOTS, SOFTMAX_BW, SoftmaxKnobs
 from ....blocks.reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer,
                                        cluster_publish, cluster_rank, compute_type, element_type,
                                        load_batch, row_allreduce_sum2, row_offset)
@@ -25,14 +25,14 @@ from .softmax import example_args
 from ....blocks.softmax_base import exp_c
 
 
-def build(knobs: dict):
-    dt = knobs["dtype"]
-    vec, tpr, rows, chunks = knobs["vec"], knobs["tpr"], knobs["rows"], knobs["chunks"]
-    C = knobs.get("cluster", 1)
+def build(knobs: SoftmaxKnobs):
+    dt = knobs.dtype
+    vec, tpr, rows, chunks = knobs.vec, knobs.tpr, knobs.rows, knobs.chunks
+    C = knobs.cluster
     T = element_type(dt)
     CT = compute_type(dt)
     threads = tpr * rows
-    smem = _geometry(knobs).smem_bytes
+    smem = SOFTMAX_BW.geometry(knobs).smem_bytes
     U = 2 if vec > 1 else 4  # loop mode: vectors per thread (per operand) in flight per step
     PACKED = chunks > 0 and vec > 1 and T.width == 16  # register mode, two-byte vectors
     WORDS = vec * T.width // 32

@@ -27,20 +27,20 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
-from ..specs.softmax import SLOTS, _geometry
+from ..specs.softmax import SLOTS, SPARSEMAX_FW, SoftmaxKnobs
 from ....blocks.reduction_base import (alloc_reduction_buffer, compute_type, element_type,
                                        row_allreduce_sum2, row_offset)
 from .softmax import example_args
 from ....blocks.softmax_base import row_allreduce_max
 
 
-def build(knobs: dict):
-    dt = knobs["dtype"]
-    vec, tpr, rows, chunks = knobs["vec"], knobs["tpr"], knobs["rows"], knobs["chunks"]
+def build(knobs: SoftmaxKnobs):
+    dt = knobs.dtype
+    vec, tpr, rows, chunks = knobs.vec, knobs.tpr, knobs.rows, knobs.chunks
     T = element_type(dt)
     CT = compute_type(dt)
     threads = tpr * rows
-    smem = _geometry(knobs).smem_bytes
+    smem = SPARSEMAX_FW.geometry(knobs).smem_bytes
     U = 4 if vec > 1 else 8
     NEG = -math.inf
 
