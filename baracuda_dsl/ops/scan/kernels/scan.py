@@ -85,21 +85,13 @@ def build(knobs):
     def kernel(pa: cute.Pointer, pb: cute.Pointer, pc: cute.Pointer, po: cute.Pointer,
                poi: cute.Pointer, pw0: cute.Pointer, pw1: cute.Pointer, L: Int64, F: Int64,
                nchunk: Int64, chunk: Int64, phase: Int32, flags: Int32, pos0: Int64, dpos: Int64,
-               e0: Int64, e1: Int64, e2: Int64, e3: Int64, e4: Int64, e5: Int64, e6: Int64,
-               as_: Int64, a_0: Int64, a_1: Int64, a_2: Int64, a_3: Int64, a_4: Int64,
-               a_5: Int64, a_6: Int64,
-               bs: Int64, b_0: Int64, b_1: Int64, b_2: Int64, b_3: Int64, b_4: Int64,
-               b_5: Int64, b_6: Int64,
-               cs: Int64, c_0: Int64, c_1: Int64, c_2: Int64, c_3: Int64, c_4: Int64,
-               c_5: Int64, c_6: Int64,
-               os_: Int64, o_0: Int64, o_1: Int64, o_2: Int64, o_3: Int64, o_4: Int64,
-               o_5: Int64, o_6: Int64,
-               ois: Int64, oi_0: Int64, oi_1: Int64, oi_2: Int64, oi_3: Int64, oi_4: Int64,
-               oi_5: Int64, oi_6: Int64):
+               ext, sa, sb, sc, so, soi):
+        """``ext``: the 7 outer extents; ``sa`` ... ``soi``: per operand (a, b, c, o, oi) the
+        axis stride, then the 7 outer strides."""
         tidx, _, _ = cute.arch.thread_idx()
         bx, by, _ = cute.arch.block_idx()
         tid = Int32(tidx)
-        ext = [e0, e1, e2, e3, e4, e5, e6]
+        ext = list(ext)
         cidx = Int64(by)
         exclusive = (flags & Int32(EXCLUSIVE)) != Int32(0)
         rev = (flags & Int32(REVERSE)) != Int32(0)
@@ -108,49 +100,38 @@ def build(knobs):
         else:
             fiber = Int64(bx)
         if fiber < F:
-            offa = row_offset7(fiber, ext, [a_0, a_1, a_2, a_3, a_4, a_5, a_6])
-            offb = row_offset7(fiber, ext, [b_0, b_1, b_2, b_3, b_4, b_5, b_6])
-            offc = row_offset7(fiber, ext, [c_0, c_1, c_2, c_3, c_4, c_5, c_6])
-            offo = row_offset7(fiber, ext, [o_0, o_1, o_2, o_3, o_4, o_5, o_6])
-            offi = row_offset7(fiber, ext, [oi_0, oi_1, oi_2, oi_3, oi_4, oi_5, oi_6])
+            offa = row_offset7(fiber, ext, list(sa[1:]))
+            offb = row_offset7(fiber, ext, list(sb[1:]))
+            offc = row_offset7(fiber, ext, list(sc[1:]))
+            offo = row_offset7(fiber, ext, list(so[1:]))
+            offi = row_offset7(fiber, ext, list(soi[1:]))
             start = cidx * chunk
             end = start + chunk
             end = Int64(cutlass.select_(end > L, L, end))
             wbase = fiber * nchunk
             if const_expr(path == "col"):
                 _col(pa, pb, pc, po, poi, pw0, pw1, offa, offb, offc, offo, offi,
-                     as_, bs, cs, os_, ois, start, end, L, cidx, nchunk, wbase, phase,
-                     exclusive, pos0, dpos)
+                     sa[0], sb[0], sc[0], so[0], soi[0], start, end, L, cidx, nchunk, wbase,
+                     phase, exclusive, pos0, dpos)
             else:
                 _row(pa, pb, pc, po, poi, pw0, pw1, offa, offb,
-                     offc, offo, offi, as_, bs, cs, os_, ois, start, end, L, cidx, nchunk,
-                     wbase, phase, exclusive, pos0, dpos, tid, rev)
+                     offc, offo, offi, sa[0], sb[0], sc[0], so[0], soi[0], start, end, L, cidx,
+                     nchunk, wbase, phase, exclusive, pos0, dpos, tid, rev)
 
     @cute.jit
     def launch(pa: cute.Pointer, pb: cute.Pointer, pc: cute.Pointer, po: cute.Pointer,
                poi: cute.Pointer, pw0: cute.Pointer, pw1: cute.Pointer, L: Int64, F: Int64,
                nchunk: Int64, chunk: Int64, phase: Int32, flags: Int32, pos0: Int64, dpos: Int64,
-               e0: Int64, e1: Int64, e2: Int64, e3: Int64, e4: Int64, e5: Int64, e6: Int64,
-               as_: Int64, a_0: Int64, a_1: Int64, a_2: Int64, a_3: Int64, a_4: Int64,
-               a_5: Int64, a_6: Int64,
-               bs: Int64, b_0: Int64, b_1: Int64, b_2: Int64, b_3: Int64, b_4: Int64,
-               b_5: Int64, b_6: Int64,
-               cs: Int64, c_0: Int64, c_1: Int64, c_2: Int64, c_3: Int64, c_4: Int64,
-               c_5: Int64, c_6: Int64,
-               os_: Int64, o_0: Int64, o_1: Int64, o_2: Int64, o_3: Int64, o_4: Int64,
-               o_5: Int64, o_6: Int64,
-               ois: Int64, oi_0: Int64, oi_1: Int64, oi_2: Int64, oi_3: Int64, oi_4: Int64,
-               oi_5: Int64, oi_6: Int64, stream):
+               *rest):
+        """The flat ABI (spec.SCAN_PARAMS): 7 extents, 5 × (axis stride, 7 strides), stream."""
+        dims, stream = rest[:-1], rest[-1]
         if const_expr(path == "col"):
             gx = Int32((F + COL_THREADS - 1) // COL_THREADS)
         else:
             gx = Int32(F)
         smem = 0 if path == "col" else 2 * 2 * W * 8 + 128
         kernel(pa, pb, pc, po, poi, pw0, pw1, L, F, nchunk, chunk, phase, flags, pos0, dpos,
-               e0, e1, e2, e3, e4, e5, e6, as_, a_0, a_1, a_2, a_3, a_4, a_5, a_6,
-               bs, b_0, b_1, b_2, b_3, b_4, b_5, b_6, cs, c_0, c_1, c_2, c_3, c_4, c_5, c_6,
-               os_, o_0, o_1, o_2, o_3, o_4, o_5, o_6,
-               ois, oi_0, oi_1, oi_2, oi_3, oi_4, oi_5, oi_6).launch(
+               tuple(dims[:7]), *(tuple(dims[7 + 8 * k:15 + 8 * k]) for k in range(5))).launch(
             grid=[gx, Int32(nchunk), 1], block=[T if path != "col" else COL_THREADS, 1, 1],
             smem=smem, stream=stream)
 
