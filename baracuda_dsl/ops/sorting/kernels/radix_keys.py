@@ -11,10 +11,10 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
+from ..specs.sort import COLS_PER_CTA, ELEM_THREADS as THREADS
 from .sort_common import KEY_INFO, WORD, dims_args, gload, gstore, key_type, make_key, row_offset7
 
-THREADS = 256
-ITEMS = 8
+ITEMS = COLS_PER_CTA // THREADS
 
 
 def build(knobs):

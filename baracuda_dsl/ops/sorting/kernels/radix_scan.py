@@ -10,13 +10,13 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
+from ..specs.sort import RADIX_BINS as BINS, RADIX_SCAN, RADIX_THREADS as THREADS
 from .sort_common import block_exclusive_scan, gload, gstore
-
-THREADS, BINS = 256, 256
 
 
 def build(knobs):
     """``knobs``: a :class:`~baracuda_dsl.ops.sorting.specs.sort.RadixScanKnobs` (one SKU)."""
+    smem_bytes = RADIX_SCAN.geometry(knobs).smem_bytes
 
     @cute.kernel
     def kernel(pcounts: cute.Pointer, ptotals: cute.Pointer, tiles: Int64, row0: Int64):
@@ -43,7 +43,7 @@ def build(knobs):
     @cute.jit
     def launch(pcounts: cute.Pointer, ptotals: cute.Pointer, tiles: Int64, row0: Int64, stream):
         kernel(pcounts, ptotals, tiles, row0).launch(grid=[BINS, 1, 1], block=[THREADS, 1, 1],
-                                                     smem=128, stream=stream)
+                                                     smem=smem_bytes, stream=stream)
 
     from cutlass.cute.runtime import make_fake_stream, make_ptr
 

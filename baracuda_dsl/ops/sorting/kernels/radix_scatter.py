@@ -24,23 +24,19 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
+from ..specs.sort import RADIX_BINS as BINS, RADIX_ITEMS as ITEMS, RADIX_THREADS as THREADS
+from ..specs.sort import scatter_smem
 from .sort_common import block_exclusive_scan, gload, gstore, key_type, sel
 
-THREADS, ITEMS, BINS = 256, 16, 256
 WARPS = THREADS // 32
 TILE = THREADS * ITEMS
 HB = BINS + 1
 
 
-def smem_need(kbits: int) -> int:
-    """Staged tile (keys + indices), digit offsets, tile starts, warp histograms, scan slots."""
-    return TILE * (kbits // 8 + 4) + 2 * BINS * 4 + WARPS * HB * 4 + 128 + 64
-
-
 def build(knobs):
     """``knobs``: a :class:`~baracuda_dsl.ops.sorting.specs.sort.RadixPassKnobs`."""
     KT = key_type(knobs.kbits)
-    smem_bytes = smem_need(knobs.kbits)
+    smem_bytes = scatter_smem(knobs)
 
     @cute.kernel
     def kernel(pkin: cute.Pointer, piin: cute.Pointer, pkout: cute.Pointer, piout: cute.Pointer,

@@ -10,16 +10,17 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
+from ..specs.sort import RADIX_BINS as BINS, RADIX_ITEMS as ITEMS, RADIX_THREADS as THREADS
+from ..specs.sort import RADIX_UPSWEEP
 from .sort_common import gload, gstore, key_type
 
-THREADS, ITEMS, BINS = 256, 16, 256
 TILE = THREADS * ITEMS
 
 
 def build(knobs):
     """``knobs``: a :class:`~baracuda_dsl.ops.sorting.specs.sort.RadixPassKnobs`."""
     KT = key_type(knobs.kbits)
-    smem_bytes = BINS * 4 + 64
+    smem_bytes = RADIX_UPSWEEP.geometry(knobs).smem_bytes
 
     @cute.kernel
     def kernel(pkeys: cute.Pointer, pcounts: cute.Pointer, n: Int64, tiles: Int64, row0: Int64,

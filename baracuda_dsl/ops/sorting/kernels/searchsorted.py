@@ -19,9 +19,9 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
+from ..specs.sort import ELEM_THREADS as THREADS
 from .sort_common import KEY_INFO, WORD, dims_args, gload, gstore, make_key, sel
 
-THREADS = 256
 
 
 def build(knobs):

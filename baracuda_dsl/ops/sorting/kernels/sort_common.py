@@ -126,6 +126,26 @@ def key_needs_source(key, short: str):
     return (key == KT(1 << (bits - 1))) | (key == KT((1 << bits) - 1))
 
 
+@cute.jit
+def store_column(k, src_i, c, short: cutlass.Constexpr, desc, want_vals, want_idx, psrc, soff,
+                 sa, pvals, pidx, ooff, oa):
+    """Output column ``c`` of a sorted row: ``pvals[ooff + c·oa]`` = the value behind its key
+    ``k`` (a descending key flipped back; floats whose key merged values, ±0 and NaN, read the
+    source word ``psrc[soff + src_i·sa]``) and ``pidx[ooff + c·oa]`` = ``src_i``, each when
+    wanted."""
+    bits, kind = KEY_INFO[short]
+    KT = key_type(bits)
+    if want_vals != Int32(0):
+        k = sel(desc != Int32(0), (~k) & KT((1 << bits) - 1), k, KT)
+        w = decode_key(k, short)
+        if cutlass.const_expr(kind == "f"):
+            if key_needs_source(k, short):
+                w = WORD[bits](gload(psrc, soff + src_i * sa))
+        gstore(pvals, ooff + c * oa, w)
+    if want_idx != Int32(0):
+        gstore(pidx, ooff + c * oa, src_i)
+
+
 def decode_key(key, short: str):
     """Inverse of :func:`make_key` (ascending key) for every non-merged value: the raw word."""
     bits, kind = KEY_INFO[short]

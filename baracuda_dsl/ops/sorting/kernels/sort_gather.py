@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Int32, Int64, const_expr
+from cutlass import Int32, Int64
 
-from .sort_common import (KEY_INFO, WORD, decode_key, dims_args, gload, gstore, key_needs_source,
-                          key_type, row_offset7, sel)
+from ..specs.sort import COLS_PER_CTA, ELEM_THREADS as THREADS
+from .sort_common import KEY_INFO, WORD, dims_args, gload, key_type, row_offset7, store_column
 
-THREADS = 256
-ITEMS = 8
+ITEMS = COLS_PER_CTA // THREADS
 
 
 def build(knobs):
@@ -30,7 +29,6 @@ def build(knobs):
     isz = bits // 8
     W = WORD[bits]
     KT = key_type(bits)
-    FULL = (1 << bits) - 1
 
     @cute.kernel
     def kernel(psrc: cute.Pointer, pvals: cute.Pointer, pws: cute.Pointer, pkeys: cute.Pointer,
@@ -61,17 +59,8 @@ def build(knobs):
         for it in cutlass.range_constexpr(ITEMS):
             c = c0 + Int64(it * THREADS)
             if c < ncols:
-                i = Int64(ri[it])
-                if want_vals != Int32(0):
-                    k = rk[it]
-                    k = sel(desc != Int32(0), (~k) & KT(FULL), k, KT)
-                    w = decode_key(k, short)
-                    if const_expr(kind == "f"):
-                        if key_needs_source(k, short):
-                            w = W(gload(psrc, soff + i * sa))
-                    gstore(pvals, ooff + c * oa, w)
-                if want_idx != Int32(0):
-                    gstore(pidx, ooff + c * oa, i)
+                store_column(rk[it], Int64(ri[it]), c, short, desc, want_vals, want_idx, psrc,
+                             soff, sa, pvals, pidx, ooff, oa)
 
     @cute.jit
     def launch(psrc: cute.Pointer, pvals: cute.Pointer, pws: cute.Pointer, pkeys: cute.Pointer,

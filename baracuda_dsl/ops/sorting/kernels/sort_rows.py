@@ -23,9 +23,10 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, Uint64, const_expr
 
-from .sort_common import (KEY_INFO, WORD, decode_key, dims_args, gload, gstore, key_needs_source,
-                          key_type, make_key, row_offset7, sel)
+from .sort_common import (KEY_INFO, WORD, dims_args, gload, key_type, make_key, row_offset7, sel,
+                          store_column)
 from .sort_block import BlockNetwork
+from ..specs.sort import SORT_ROWS
 from ..specs.sort_network import BUCKET_THREADS, reg_bits, swizzle
 
 
@@ -43,7 +44,7 @@ def build(knobs):
     LOADS = N // TB
     PACK = bits <= 32
     SWZ = r == 3
-    smem_bytes = N * (KT.width // 8) + N * 4 + 64      # == N·8 + 64 when packed
+    smem_bytes = SORT_ROWS.geometry(knobs).smem_bytes     # keys, int32 indices (== N·8 + 64 packed)
 
     net = BlockNetwork(N, KT, PACK)
 
@@ -115,15 +116,8 @@ def build(knobs):
                 else:
                     src_i = Int64(sidx[ps])
                     k = skey[ps]
-                if want_vals != Int32(0):
-                    k = sel(desc != Int32(0), (~k) & KT(FULL), k, KT)
-                    w = decode_key(k, short)
-                    if const_expr(kind == "f"):
-                        if key_needs_source(k, short):
-                            w = W(gload(psrc, soff + src_i * sa))
-                    gstore(pvals, ooff + c * oa, w)
-                if want_idx != Int32(0):
-                    gstore(pidx, ooff + c * oa, src_i)
+                store_column(k, src_i, c, short, desc, want_vals, want_idx, psrc, soff, sa, pvals,
+                             pidx, ooff, oa)
 
     @cute.jit
     def launch(psrc: cute.Pointer, pvals: cute.Pointer, pidx: cute.Pointer, n: Int64,

@@ -14,9 +14,9 @@ from __future__ import annotations
 import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
+from ..specs.sort import ELEM_THREADS as THREADS
 from .sort_common import WORD, dims_args, gload, gstore, row_offset7
 
-THREADS = 256
 
 
 def build(knobs):

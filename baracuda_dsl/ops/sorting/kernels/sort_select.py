@@ -33,13 +33,14 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, Uint64, const_expr
 
+from ..specs.sort import SELECT_MAX_N, SORT_SELECT
 from .sort_block import BlockNetwork
 from .sort_common import (KEY_INFO, WORD, block_exclusive_scan, dims_args, gload, gstore, key_type,
                           make_key, row_offset7, sel)
 
 THREADS = 256
 WARPS = THREADS // 32
-NMAX = 4096
+NMAX = SELECT_MAX_N
 IDX_BITS = 12
 BINS = 256
 LOADS = NMAX // THREADS
@@ -48,14 +49,6 @@ LOADS = NMAX // THREADS
 def select_passes(bits: int):
     """``(is_position_digit, shift)`` of every pass, most significant digit first."""
     return [(False, s) for s in range(bits - 8, -1, -8)] + [(True, 8), (True, 0)]
-
-
-def smem_need(dtype: str, kb: int) -> int:
-    """Row keys, bins, scan slots, state, survivors (packed Uint64 or key + int32), slack."""
-    bits, _ = KEY_INFO[dtype]
-    kbytes = 8 if bits > 32 else 4
-    surv = 0 if kb == 0 else kb * (8 if bits <= 32 else kbytes + 4)
-    return NMAX * kbytes + BINS * 4 + WARPS * 4 + 16 + 16 + surv + 128
 
 
 def build(knobs):
@@ -69,7 +62,7 @@ def build(knobs):
     FULL = (1 << bits) - 1
     PACK = bits <= 32
     KEY_PASSES = [sh for pos, sh in select_passes(bits) if not pos]
-    smem_bytes = smem_need(short, KB)
+    smem_bytes = SORT_SELECT.geometry(knobs).smem_bytes
     net = BlockNetwork(KB, KT, PACK) if SORTK else None
     DRAIN = -(-KB // THREADS)
 
