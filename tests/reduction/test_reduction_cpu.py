@@ -44,6 +44,7 @@ def test_validation():
         ReduceToDescriptor((4, 5), (3,))
     t = ReduceToDescriptor((4, 5, 6), (5, 1))
     assert t.axes == (0, 2)
+    assert ReduceToPlan.select(t, PREF).desc == t
     assert ReducePlan.select(ReduceDescriptor((5, 0), (1,), "sum"), PREF).workspace_size() == 0
     p = ReducePlan.select(ReduceDescriptor((4,), None, "sum"), PREF)
     with pytest.raises(bd.DeviceMismatchError):
@@ -151,6 +152,12 @@ def test_composites_select():
         assert isinstance(p, StatReducePlan) and p.workspace_size() >= 8 * 300 * 4
         assert p.precision_guarantee().accumulator == bd.float32
     assert ReducePlan.select(ReduceDescriptor((8, 0), (1,), "logsumexp"), PREF).workspace_size()
+    from baracuda_dsl.ops.reduction.axis_reduce import AxisReducePlan
+
+    with pytest.raises(bd.InvalidProblemError):   # the kernel plan serves no statistic
+        AxisReducePlan.select(ReduceDescriptor((8, 3), (1,), "var"), PREF)
+    with pytest.raises(bd.InvalidProblemError):   # nor the statistic plan a plain sum
+        StatReducePlan.select(ReduceDescriptor((8, 3), (1,), "sum"), PREF)
     b = BoolReducePlan.select(BoolReduceDescriptor((4, 5), (1,), "all", "f16"), PREF)
     assert b.desc.out_dtype.name == "bool" and b.workspace_size() >= 20
     c = CountReducePlan.select(BoolReduceDescriptor((4, 5), None, "count_nonzero", "c64"), PREF)
