@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 from ...dtypes import ALL_DTYPES, DType, int32, int64
 from ...errors import InvalidProblemError
-from ...plan import Plan, check_dtype, plan_arch, resolve_pref, view_arg
-from .specs import gather as spec
+from ...jit import freeze_knobs
+from ...plan import Plan, check_dtype, view_arg
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from .specs import gather as spec
 
 _DTYPES = tuple(d for d in ALL_DTYPES if d.itemsize in spec.ITEMSIZES)
 
@@ -51,30 +52,26 @@ class IndexCopyArgs:
 
 
 class _IndexCopyPlan(Plan):
+    """Shared plan of GatherPlan / ScatterPlan (``_mode``)."""
+
+    descriptor = IndexCopyDescriptor
     _mode = "gather"
 
-    @classmethod
-    def select(cls, desc: IndexCopyDescriptor, pref=None):
-        pref = resolve_pref(pref)
-        if not isinstance(desc, IndexCopyDescriptor):
-            raise InvalidProblemError(f"{cls.__name__} needs an IndexCopyDescriptor, got "
-                                      f"{type(desc).__name__}")
-        if cls._mode == "gather" and desc.m == 0 and desc.n:
+    def _plan(self) -> None:
+        d = self.desc
+        if self._mode == "gather" and d.m == 0 and d.n:
             raise InvalidProblemError("Gather: cannot index into an empty array")
-        arch = plan_arch(pref)
-        plan = cls(desc, pref, None)
-        plan._arch = arch
-        plan._knobs = dict(itemsize=desc.dtype.itemsize, mode=cls._mode, index=desc.index.short)
-        pg = PrecisionGuarantee(math_precision=desc.dtype, accumulator=desc.dtype)
-        plan._sku = KernelSku(OpCategory.INDEXING, cls._mode, desc.dtype, arch,
-                              BackendKind.CUTE_DSL, pg, aux_element=desc.index,
-                              template=spec.GATHER.name, knobs=tuple(sorted(plan._knobs.items())))
-        return plan
+        self._knobs = spec.GatherKnobs(itemsize=d.dtype.itemsize, mode=self._mode,
+                                       index=d.index.short)
+        pg = PrecisionGuarantee(math_precision=d.dtype, accumulator=d.dtype)
+        self._sku = KernelSku(OpCategory.INDEXING, self._mode, d.dtype, self._arch,
+                              BackendKind.CUTE_DSL, pg, aux_element=d.index,
+                              template=spec.GATHER.name, knobs=freeze_knobs(self._knobs))
 
     def is_empty(self) -> bool:
         return self.desc.n == 0
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         src_len, dst_len = (d.m, d.n) if self._mode == "gather" else (d.n, d.m)
         idx = view_arg(args.idx, "idx", shape=(d.n,), dtype=d.index)
@@ -84,11 +81,8 @@ class _IndexCopyPlan(Plan):
             raise InvalidProblemError("dst may not have a zero (broadcast) stride")
         return src, idx, dst
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def _launch(self, args, stream: int, ws) -> None:
-        src, idx, dst = self._views(args)
+    def _launch(self, bound, stream: int, ws) -> None:
+        src, idx, dst = bound
         d = self.desc
         lk = self._kernel(spec.GATHER, self._knobs, idx.device)
         lk.launch(((d.n + spec.THREADS - 1) // spec.THREADS, 1, 1),

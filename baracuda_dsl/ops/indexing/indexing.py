@@ -39,16 +39,15 @@ from typing import Tuple
 
 from ...dtypes import ALL_DTYPES, DType, int32, int64
 from ...errors import InvalidProblemError, UnsupportedError
-from ...plan import (Plan, ViewsPlan, begin_select, check_dtype, check_select,
-                     check_writable_no_overlap, collapse_dims, new_plan, norm_axis, plan_arch, prod,
+from ...jit import freeze_knobs
+from ...plan import (Plan, check_dtype, check_writable_no_overlap, collapse_dims, norm_axis, prod,
                      view_arg)
-from ...runtime.stream import stream_handle
 from ...tensor import TensorView, check_shape, contiguous_strides
-from .specs import indexing as spec
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 from ..scan.compaction import CompactArgs, CompactDescriptor, CompactPlan
-
-COPY_DTYPES = tuple(d for d in ALL_DTYPES if d.itemsize in spec.ITEMSIZES)
+from ..shape.repeat import (COPY_DTYPES, StridedCopyArgs, StridedCopyDescriptor, StridedCopyPlan,
+                            copy_precision, pad_dims)
+from .specs import indexing as spec
 INDEX_DTYPES = (int32, int64)
 REDUCES = ("assign", "add", "amax", "amin")
 _BY_SHORT = {d.short: d for d in ALL_DTYPES}
@@ -75,11 +74,6 @@ def _check_count(v, what: str) -> int:
     return v
 
 
-def _copy_precision(dt: DType) -> PrecisionGuarantee:
-    return PrecisionGuarantee(math_precision=dt, accumulator=dt, bit_stable_on_same_hardware=True,
-                              deterministic=True)
-
-
 def _status(obj, dev: int):
     """(pointer, has_status) of the optional int32 status word."""
     if obj is None:
@@ -95,9 +89,12 @@ def _check_index_view(idx: TensorView, what: str = "index") -> None:
         raise UnsupportedError(f"{what}: dtype {idx.dtype.name} is not wired; wired: int32, int64")
 
 
-def _pad8(xs, fill):
-    xs = tuple(xs)
-    return (fill,) * (8 - len(xs)) + xs
+def _sku(plan: Plan, op: str, template, knobs, pg: PrecisionGuarantee) -> KernelSku:
+    """The KernelSku of an indexing plan: ``template``'s SKU ``knobs`` for ``plan.desc.dtype``
+    with the index dtype ``plan.desc.index``."""
+    d = plan.desc
+    return KernelSku(OpCategory.INDEXING, op, d.dtype, plan._arch, BackendKind.CUTE_DSL, pg,
+                     aux_element=d.index, template=template.name, knobs=freeze_knobs(knobs))
 
 
 def _axis_geometry(shape, a_strides, i_strides, b_strides):
@@ -109,23 +106,25 @@ def _axis_geometry(shape, a_strides, i_strides, b_strides):
         cs, ca, ci, cb = (1,), (0,), (0,), (0,)
     wide = 0 if n < _I32_COORD else 1
     rank = 8 if wide else spec.rank_for(len(cs))
-    dims = _pad8(cs, 1) + _pad8(ca, 0) + _pad8(ci, 0) + _pad8(cb, 0)
+    dims = pad_dims(cs, 1) + pad_dims(ca, 0) + pad_dims(ci, 0) + pad_dims(cb, 0)
     return rank, wide, n, dims
 
 
 class _AxisLauncher:
-    """Builds (and memoises per rank / wide) the knob dicts of one gather_axis mode and
-    launches it: ``a`` is the axis-indexed operand, ``b`` the index-shaped one."""
+    """Builds (and memoises per rank / wide) the knobs of one gather_axis mode and launches
+    it: ``a`` is the axis-indexed operand, ``b`` the index-shaped one."""
 
     def __init__(self, plan: Plan, mode: str, itemsize: int, dtype: str, index: str):
         self.plan = plan
-        self.base = dict(mode=mode, itemsize=itemsize, dtype=dtype, index=index)
+        self.base = (mode, itemsize, dtype, index)
         self.knobs = {}
 
-    def knob(self, rank: int, wide: int) -> dict:
+    def knob(self, rank: int, wide: int) -> spec.GatherAxisKnobs:
         k = self.knobs.get((rank, wide))
         if k is None:
-            k = self.knobs[(rank, wide)] = dict(self.base, rank=rank, wide=wide)
+            mode, isz, dt, ix = self.base
+            k = self.knobs[(rank, wide)] = spec.GatherAxisKnobs(mode=mode, itemsize=isz, dtype=dt,
+                                                                rank=rank, wide=wide, index=ix)
         return k
 
     def launch(self, a: TensorView, axis: int, idx: TensorView, b_ptr: int, b_strides,
@@ -145,20 +144,13 @@ class _AxisLauncher:
                                  a.strides[axis], *dims], stream)
 
 
-def _axis_sku(plan, op: str, dt: DType, ix: DType, knobs: dict, pg: PrecisionGuarantee):
-    from ...jit import freeze_knobs
-
-    return KernelSku(OpCategory.INDEXING, op, dt, plan._arch, BackendKind.CUTE_DSL, pg,
-                     aux_element=ix, template=spec.GATHER_AXIS.name, knobs=freeze_knobs(knobs))
-
-
 def _desc_axis_sku(plan, op: str, launcher: _AxisLauncher, pg: PrecisionGuarantee):
     """The SKU of ``launcher`` for dense operands of ``plan.desc`` (``shape`` / ``index_shape``
     / ``dtype`` / ``index``)."""
     d = plan.desc
     ist = contiguous_strides(d.index_shape)
     rank, wide, _, _ = _axis_geometry(d.index_shape, contiguous_strides(d.shape), ist, ist)
-    return _axis_sku(plan, op, d.dtype, d.index, launcher.knob(rank, wide), pg)
+    return _sku(plan, op, spec.GATHER_AXIS, launcher.knob(rank, wide), pg)
 
 
 # ========================================================================== IndexSelect
@@ -233,39 +225,34 @@ def _rows_geometry(shape, axis, nidx, xst, ost, isz, xmod, omod):
     return word, spec.tpr_for(rlen), O * nidx, rlen, (xso, xsm, xsr, oso, osi, osr)
 
 
-class IndexSelectPlan(ViewsPlan):
+class IndexSelectPlan(Plan):
     """out = x.index_select(axis, index) (embedding lookup: x = weight, axis = 0).  Every dtype,
     bit-exact; bad indices give zero rows (+ status); no workspace; deterministic."""
 
-    @classmethod
-    def select(cls, desc: IndexSelectDescriptor, pref=None) -> "IndexSelectPlan":
-        plan = begin_select(cls, desc, pref, IndexSelectDescriptor, plan_arch, "IndexSelectPlan",
-                            "an")
-        plan._out_shape = desc.out_shape
-        plan._n = prod(plan._out_shape)
-        plan._row_knobs = {}
-        plan._fallback = _AxisLauncher(plan, "gather", desc.dtype.itemsize, "any",
-                                       desc.index.short)
-        st = contiguous_strides(desc.shape)
-        geo = _rows_geometry(desc.shape, desc.axis, desc.n_index, st,
-                             contiguous_strides(plan._out_shape), desc.dtype.itemsize, 0, 0)
-        knobs = plan._row_knob(geo[0], geo[1])
-        from ...jit import freeze_knobs
+    descriptor = IndexSelectDescriptor
 
-        plan._sku = KernelSku(OpCategory.INDEXING, "index_select", desc.dtype, plan._arch,
-                              BackendKind.CUTE_DSL, _copy_precision(desc.dtype),
-                              aux_element=desc.index, template=spec.INDEX_ROWS.name,
-                              knobs=freeze_knobs(knobs))
-        return plan
+    def _plan(self) -> None:
+        d = self.desc
+        self._out_shape = d.out_shape
+        self._n = prod(self._out_shape)
+        self._row_knobs = {}
+        self._fallback = _AxisLauncher(self, "gather", d.dtype.itemsize, "any", d.index.short)
+        geo = _rows_geometry(d.shape, d.axis, d.n_index, contiguous_strides(d.shape),
+                             contiguous_strides(self._out_shape), d.dtype.itemsize, 0, 0)
+        self._sku = _sku(self, "index_select", spec.INDEX_ROWS, self._row_knob(geo[0], geo[1]),
+                         copy_precision(d.dtype))
 
-    def _row_knob(self, word: int, tpr: int) -> dict:
+    def _row_knob(self, word: int, tpr: int) -> spec.IndexRowsKnobs:
         k = self._row_knobs.get((word, tpr))
         if k is None:
-            k = self._row_knobs[(word, tpr)] = dict(itemsize=word, index=self.desc.index.short,
-                                                    tpr=tpr)
+            k = self._row_knobs[(word, tpr)] = spec.IndexRowsKnobs(
+                itemsize=word, index=self.desc.index.short, tpr=tpr)
         return k
 
-    def _views(self, args):
+    def is_empty(self) -> bool:
+        return self._n == 0
+
+    def _bind(self, args):
         d = self.desc
         x = view_arg(args.x, "x", shape=d.shape, dtype=d.dtype)
         idx = view_arg(args.index, "index", shape=(d.n_index,), dtype=d.index, device=x.device)
@@ -273,7 +260,8 @@ class IndexSelectPlan(ViewsPlan):
         check_writable_no_overlap(out, "out")
         return x, idx, out, _status(args.status, x.device)
 
-    def _run_views(self, x, idx, out, status, st: int) -> None:
+    def _launch(self, bound, st: int, ws) -> None:
+        x, idx, out, status = bound
         d = self.desc
         geo = _rows_geometry(d.shape, d.axis, d.n_index, x.strides, out.strides,
                              d.dtype.itemsize, x.ptr % 16, out.ptr % 16)
@@ -348,23 +336,25 @@ class GatherAxisArgs:
     status: object = None
 
 
-class GatherAxisPlan(ViewsPlan):
+class GatherAxisPlan(Plan):
     """out[c] = x[c with c[axis] ← index[c]] (torch.gather).  Every dtype, bit-exact; bad
     indices write zero (+ status); rank ≤ 8; no workspace; deterministic."""
 
-    @classmethod
-    def select(cls, desc: GatherAxisDescriptor, pref=None) -> "GatherAxisPlan":
-        plan = begin_select(cls, desc, pref, GatherAxisDescriptor, plan_arch)
-        plan._n = prod(desc.index_shape)
-        plan._setup()
-        return plan
+    descriptor = GatherAxisDescriptor
+
+    def _plan(self) -> None:
+        self._n = prod(self.desc.index_shape)
+        self._setup()
+
+    def is_empty(self) -> bool:
+        return self._n == 0
 
     def _setup(self):
         d = self.desc
         self._gather = _AxisLauncher(self, "gather", d.dtype.itemsize, "any", d.index.short)
-        self._sku = _desc_axis_sku(self, "gather_axis", self._gather, _copy_precision(d.dtype))
+        self._sku = _desc_axis_sku(self, "gather_axis", self._gather, copy_precision(d.dtype))
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         x = view_arg(args.x, "x", shape=d.shape, dtype=d.dtype)
         idx = view_arg(args.index, "index", shape=d.index_shape, dtype=d.index, device=x.device)
@@ -372,7 +362,8 @@ class GatherAxisPlan(ViewsPlan):
         check_writable_no_overlap(out, "out")
         return x, idx, out, _status(args.status, x.device)
 
-    def _run_views(self, x, idx, out, status, st: int) -> None:
+    def _launch(self, bound, st: int, ws) -> None:
+        x, idx, out, status = bound
         self._gather.launch(x, self.desc.axis, idx, out.ptr, out.strides, status, st)
 
 
@@ -398,8 +389,7 @@ def _check_atomic(reduce: str, dt: DType, arch, what: str) -> None:
     if dt.short not in wired:
         raise UnsupportedError(f"{what}: reduce {reduce!r} is not wired for {dt.name}; wired: "
                                f"{', '.join(_BY_SHORT[s].name for s in wired)}")
-    k = dict(mode=reduce, dtype=dt.short)
-    if not spec.axis_arch_ok(k, arch.value):
+    if not spec.atomic_arch_ok(reduce, dt.short, arch.value):
         raise UnsupportedError(f"{what}: reduce {reduce!r} on {dt.name} needs sm90a (bf16 atomic "
                                f"add); selected arch {arch.value}")
 
@@ -419,7 +409,7 @@ class GatherAxisBackwardPlan(GatherAxisPlan):
     def is_empty(self) -> bool:
         return prod(self.desc.shape) == 0
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         dy = view_arg(args.dy, "dy", shape=d.index_shape, dtype=d.dtype)
         idx = view_arg(args.index, "index", shape=d.index_shape, dtype=d.index, device=dy.device)
@@ -428,9 +418,10 @@ class GatherAxisBackwardPlan(GatherAxisPlan):
             raise UnsupportedError(f"dx: must be dense row-major (got strides {dx.strides})")
         return dy, idx, dx, _status(args.status, dy.device)
 
-    def _run_views(self, dy, idx, dx, status, st: int) -> None:
+    def _launch(self, bound, st: int, ws) -> None:
         from ...runtime.memory import memset_d8
 
+        dy, idx, dx, status = bound
         memset_d8(dx.ptr, 0, dx.numel * dx.itemsize, st)
         if self._n:
             self._add.launch(dx, self.desc.axis, idx, dy.ptr, dy.strides, status, st)
@@ -475,31 +466,32 @@ class ScatterAxisArgs:
     status: object = None
 
 
-class ScatterAxisPlan(ViewsPlan):
+class ScatterAxisPlan(Plan):
     """In-place scatter along an axis (torch.Tensor.scatter_ / scatter_add_ / scatter_reduce_
     with include_self=True).  ``assign``: bit-exact, every dtype; with duplicate indices one
     writer wins (unspecified which).  ``add`` / ``amax`` / ``amin``: atomics; float results
     depend on the atomic order (``deterministic=False``), integers are exact.  Bad indices are
     skipped (+ status).  No workspace."""
 
+    descriptor = ScatterAxisDescriptor
     _reduce = None  # subclasses may fix the reduce
 
-    @classmethod
-    def select(cls, desc: ScatterAxisDescriptor, pref=None) -> "ScatterAxisPlan":
-        pref = check_select(desc, pref, ScatterAxisDescriptor, cls.__name__)
-        if cls._reduce is not None and desc.reduce != cls._reduce:
-            raise InvalidProblemError(f"{cls.__name__} needs reduce={cls._reduce!r}, got "
-                                      f"{desc.reduce!r}")
-        plan = new_plan(cls, desc, pref, plan_arch)
-        plan._n = prod(desc.index_shape)
-        plan._setup()
-        return plan
+    def _plan(self) -> None:
+        d = self.desc
+        if self._reduce is not None and d.reduce != self._reduce:
+            raise InvalidProblemError(f"{type(self).__name__} needs reduce={self._reduce!r}, got "
+                                      f"{d.reduce!r}")
+        self._n = prod(d.index_shape)
+        self._setup()
+
+    def is_empty(self) -> bool:
+        return self._n == 0
 
     def _setup(self):
         d = self.desc
         if d.reduce == "assign":
             self._scat = _AxisLauncher(self, "assign", d.dtype.itemsize, "any", d.index.short)
-            pg = _copy_precision(d.dtype)
+            pg = copy_precision(d.dtype)
         else:
             _check_atomic(d.reduce, d.dtype, self._arch, "ScatterAxis")
             self._scat = _AxisLauncher(self, d.reduce, d.dtype.itemsize, d.dtype.short,
@@ -507,7 +499,7 @@ class ScatterAxisPlan(ViewsPlan):
             pg = _atomic_pg(d.dtype, d.reduce)
         self._sku = _desc_axis_sku(self, f"scatter_{d.reduce}", self._scat, pg)
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         out = view_arg(args.out, "out", shape=d.shape, dtype=d.dtype)
         idx = view_arg(args.index, "index", shape=d.index_shape, dtype=d.index,
@@ -516,7 +508,8 @@ class ScatterAxisPlan(ViewsPlan):
         check_writable_no_overlap(out, "out")
         return idx, src, out, _status(args.status, out.device)
 
-    def _run_views(self, idx, src, out, status, st: int) -> None:
+    def _launch(self, bound, st: int, ws) -> None:
+        idx, src, out, status = bound
         self._scat.launch(out, self.desc.axis, idx, src.ptr, src.strides, status, st)
 
 
@@ -548,22 +541,21 @@ class ScatterAxisBackwardPlan(Plan):
     rule), although only one of them was actually written.  Every dtype (pure copies);
     deterministic; no workspace.  amax / amin gradients are not wired."""
 
-    @classmethod
-    def select(cls, desc: ScatterAxisDescriptor, pref=None) -> "ScatterAxisBackwardPlan":
-        pref = check_select(desc, pref, ScatterAxisDescriptor, cls.__name__)
-        if desc.reduce not in ("assign", "add"):
-            raise UnsupportedError(f"ScatterAxisBackward: reduce {desc.reduce!r} is not wired; "
-                                   f"wired: assign, add")
-        plan = new_plan(cls, desc, pref, plan_arch)
-        d = desc
-        ix = d.index.short
-        plan._gather = _AxisLauncher(plan, "gather", d.dtype.itemsize, "any", ix)
-        plan._zero = _AxisLauncher(plan, "zero", d.dtype.itemsize, "any", ix)
-        plan._sku = _desc_axis_sku(plan, f"scatter_{d.reduce}_backward", plan._gather,
-                                   _copy_precision(d.dtype))
-        return plan
+    descriptor = ScatterAxisDescriptor
 
-    def _views(self, args):
+    def _plan(self) -> None:
+        d = self.desc
+        if d.reduce not in ("assign", "add"):
+            raise UnsupportedError(f"ScatterAxisBackward: reduce {d.reduce!r} is not wired; "
+                                   f"wired: assign, add")
+        ix = d.index.short
+        self._gather = _AxisLauncher(self, "gather", d.dtype.itemsize, "any", ix)
+        self._zero = _AxisLauncher(self, "zero", d.dtype.itemsize, "any", ix)
+        self._copy = StridedCopyPlan.select(StridedCopyDescriptor(d.shape, d.dtype), self.pref)
+        self._sku = _desc_axis_sku(self, f"scatter_{d.reduce}_backward", self._gather,
+                                   copy_precision(d.dtype))
+
+    def _bind(self, args):
         d = self.desc
         dy = view_arg(args.dy, "dy", shape=d.shape, dtype=d.dtype)
         idx = view_arg(args.index, "index", shape=d.index_shape, dtype=d.index, device=dy.device)
@@ -578,21 +570,14 @@ class ScatterAxisBackwardPlan(Plan):
                                    f"{dself.strides})")
         return dy, idx, ds, dself, _status(args.status, dy.device)
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        dy, idx, ds, dself, status = self._views(args)
-        self.check_workspace(workspace)
-        st = stream_handle(stream)
+    def _launch(self, bound, st: int, ws) -> None:
+        dy, idx, ds, dself, status = bound
         ax = self.desc.axis
         if ds is not None and ds.numel:
             self._gather.launch(dy, ax, idx, ds.ptr, ds.strides, status, st)
         if dself is not None and dself.numel:
             if dself.ptr != dy.ptr or dself.strides != dy.strides:
-                from ..shape.repeat import strided_copy
-
-                strided_copy(dy, dself, stream=st)
+                self._copy.run(StridedCopyArgs(dy, dself), st)
             if self.desc.reduce == "assign" and idx.numel:
                 # the zero mode ignores b: pass dy's pointer with the index strides
                 self._zero.launch(dself, ax, idx, dy.ptr, idx.strides, status, st)
@@ -659,21 +644,18 @@ class MaskedFillPlan(Plan):
     """out = where(mask, value, x) (torch.masked_fill) on the elementwise ``where`` kernel;
     every dtype, bit-exact; no workspace; deterministic."""
 
+    descriptor = MaskedFillDescriptor
     _value_from_desc = True
 
-    @classmethod
-    def select(cls, desc: MaskedFillDescriptor, pref=None) -> "MaskedFillPlan":
+    def _plan(self) -> None:
         from ..elementwise.elementwise import ElementwiseDescriptor, ElementwisePlan
 
-        pref = check_select(desc, pref, MaskedFillDescriptor, cls.__name__)
-        inner = ElementwisePlan.select(ElementwiseDescriptor(
-            "where", shapes=(desc.mask_shape, None, desc.shape), dtype=desc.dtype,
-            shape=desc.shape), pref)
-        plan = cls(desc, pref, inner.sku())
-        plan._inner = inner
-        plan._value = desc.value if cls._value_from_desc else (
-            False if desc.dtype.kind == "b" else 0)
-        return plan
+        d = self.desc
+        self._inner = ElementwisePlan.select(ElementwiseDescriptor(
+            "where", shapes=(d.mask_shape, None, d.shape), dtype=d.dtype, shape=d.shape),
+            self.pref)
+        self._sku = self._inner.sku()
+        self._value = d.value if self._value_from_desc else (False if d.dtype.kind == "b" else 0)
 
     def is_empty(self) -> bool:
         return prod(self.desc.shape) == 0
@@ -685,12 +667,13 @@ class MaskedFillPlan(Plan):
             return ElementwiseArgs(inputs=(args.mask, self._value, args.dy), outputs=(args.dx,))
         return ElementwiseArgs(inputs=(args.mask, self._value, args.x), outputs=(args.out,))
 
-    def can_implement(self, args) -> None:
-        self._inner.can_implement(self._args(args))
+    def _bind(self, args):
+        ew = self._args(args)
+        self._inner.can_implement(ew)
+        return ew
 
-    def run(self, args, stream=None, workspace=None) -> None:
-        self.check_workspace(workspace)
-        self._inner.run(self._args(args), stream=stream)
+    def _launch(self, ew, stream: int, ws) -> None:
+        self._inner.run(ew, stream)
 
 
 class MaskedFillBackwardPlan(MaskedFillPlan):
@@ -752,39 +735,34 @@ class OneHotArgs:
     status: object = None
 
 
-class OneHotPlan(ViewsPlan):
+class OneHotPlan(Plan):
     """torch.nn.functional.one_hot with an explicit class count; any output dtype (bit pattern
     of 1 per dtype); bad indices give zero rows (+ status); no workspace; deterministic."""
 
-    @classmethod
-    def select(cls, desc: OneHotDescriptor, pref=None) -> "OneHotPlan":
-        from ...jit import freeze_knobs
+    descriptor = OneHotDescriptor
 
-        plan = begin_select(cls, desc, pref, OneHotDescriptor, plan_arch, "OneHotPlan")
-        plan._n = prod(desc.shape)
-        plan._total = plan._n * desc.num_classes
-        if -(-plan._total // spec.HOT_THREADS) > _GRID_MAX:
-            raise UnsupportedError(f"OneHot: {plan._total} outputs exceed the grid limit")
-        plan._knobs = {}
-        cs = collapse_dims(desc.shape, contiguous_strides(desc.shape))[0]
-        k = plan._knob(spec.rank_for(len(cs)))
-        plan._sku = KernelSku(OpCategory.INDEXING, "one_hot", desc.dtype, plan._arch,
-                              BackendKind.CUTE_DSL, _copy_precision(desc.dtype),
-                              aux_element=desc.index, template=spec.ONE_HOT.name,
-                              knobs=freeze_knobs(k))
-        return plan
+    def _plan(self) -> None:
+        d = self.desc
+        self._n = prod(d.shape)
+        self._total = self._n * d.num_classes
+        if -(-self._total // spec.HOT_THREADS) > _GRID_MAX:
+            raise UnsupportedError(f"OneHot: {self._total} outputs exceed the grid limit")
+        self._knobs = {}
+        cs = collapse_dims(d.shape, contiguous_strides(d.shape))[0]
+        self._sku = _sku(self, "one_hot", spec.ONE_HOT, self._knob(spec.rank_for(len(cs))),
+                         copy_precision(d.dtype))
 
-    def _knob(self, rank: int) -> dict:
+    def _knob(self, rank: int) -> spec.OneHotKnobs:
         k = self._knobs.get(rank)
         if k is None:
-            k = self._knobs[rank] = dict(itemsize=self.desc.dtype.itemsize,
-                                         index=self.desc.index.short, rank=rank)
+            k = self._knobs[rank] = spec.OneHotKnobs(itemsize=self.desc.dtype.itemsize,
+                                                     index=self.desc.index.short, rank=rank)
         return k
 
     def is_empty(self) -> bool:
         return self._total == 0
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         idx = view_arg(args.index, "index", shape=d.shape, dtype=d.index)
         out = view_arg(args.out, "out", shape=d.out_shape, dtype=d.dtype, device=idx.device)
@@ -792,7 +770,8 @@ class OneHotPlan(ViewsPlan):
             raise UnsupportedError(f"out: must be dense row-major (got strides {out.strides})")
         return idx, out, _status(args.status, idx.device)
 
-    def _run_views(self, idx, out, status, st: int) -> None:
+    def _launch(self, bound, st: int, ws) -> None:
+        idx, out, status = bound
         sp, has = status
         d = self.desc
         cs, ci = collapse_dims(d.shape, idx.strides)
@@ -801,7 +780,7 @@ class OneHotPlan(ViewsPlan):
         lk = self._kernel(spec.ONE_HOT, self._knob(spec.rank_for(len(cs))), idx.device)
         lk.launch((-(-self._total // spec.HOT_THREADS), 1, 1),
                   [idx.ptr, out.ptr, sp, has, self._n, d.num_classes, one_bits(d.dtype),
-                   *_pad8(cs, 1), *_pad8(ci, 0)], st)
+                   *pad_dims(cs, 1), *pad_dims(ci, 0)], st)
 
 
 # ============================================================================== Nonzero
@@ -810,6 +789,8 @@ class NonzeroPlan(CompactPlan):
     of a mask, in row-major order — the compaction plan (``CompactDescriptor(shape, dtype,
     mode="coords")``, ``CompactArgs(mask, count, out)``); see ``ops/scan/compaction.py`` for the
     workspace and the two-phase count / scatter protocol."""
+
+    descriptor = CompactDescriptor
 
 
 NonzeroDescriptor = CompactDescriptor

@@ -14,16 +14,14 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
-from ..specs.gather import THREADS
-
-WORD = {1: cutlass.Uint8, 2: cutlass.Uint16, 4: cutlass.Uint32, 8: cutlass.Uint64,
-        16: cutlass.Uint128}
+from ...shape.kernels.words import WORD, example_args, gmem_ptr, split_stream
+from ..specs.gather import THREADS, GatherKnobs
 
 
-def build(knobs: dict):
-    W = WORD[int(knobs["itemsize"])]
-    IX = Int32 if knobs["index"] == "i32" else Int64
-    gather = knobs["mode"] == "gather"
+def build(knobs: GatherKnobs):
+    W = WORD[knobs.itemsize]
+    IX = Int32 if knobs.index == "i32" else Int64
+    gather = knobs.mode == "gather"
 
     @cute.kernel
     def kernel(psrc: cute.Pointer, pidx: cute.Pointer, pdst: cute.Pointer, n: Int64, m: Int64,
@@ -45,17 +43,11 @@ def build(knobs: dict):
                         cute.make_tensor(pdst + j * ds, cute.make_layout(1))[0] = v
 
     @cute.jit
-    def launch(psrc: cute.Pointer, pidx: cute.Pointer, pdst: cute.Pointer, n: Int64, m: Int64,
-               ss: Int64, xs: Int64, ds: Int64, stream):
-        kernel(psrc, pidx, pdst, n, m, ss, xs, ds).launch(
+    def launch(psrc: cute.Pointer, pidx: cute.Pointer, pdst: cute.Pointer, n: Int64, *rest):
+        scalars, stream = split_stream(rest)
+        kernel(psrc, pidx, pdst, n, *scalars).launch(
             grid=[Int32((n + THREADS - 1) // THREADS), 1, 1], block=[THREADS, 1, 1],
             stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
-    def ptr(t):
-        return make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=t.width // 8)
-
-    args = [ptr(W), ptr(IX), ptr(W), Int64(1), Int64(1), Int64(1), Int64(1), Int64(1),
-            make_fake_stream()]
-    return launch, args
+    ptrs = [gmem_ptr(t, t.width // 8) for t in (W, IX, W)]
+    return launch, example_args(ptrs, 5)

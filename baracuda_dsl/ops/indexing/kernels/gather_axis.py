@@ -20,40 +20,27 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
-from ..specs.indexing import AXIS_THREADS as THREADS
+from ...shape.kernels.words import WORD, example_args, gmem_ptr, groups, split_stream
+from ..specs.indexing import AXIS_THREADS as THREADS, GatherAxisKnobs
 
-WORD = {1: cutlass.Uint8, 2: cutlass.Uint16, 4: cutlass.Uint32, 8: cutlass.Uint64,
-        16: cutlass.Uint128}
 ELEM = {"f32": cutlass.Float32, "f64": cutlass.Float64, "f16": cutlass.Float16,
         "bf16": cutlass.BFloat16, "i32": Int32, "i64": Int64}
 
 
-def build(knobs: dict):
-    mode = knobs["mode"]
-    R = int(knobs["rank"])
-    I = Int64 if int(knobs["wide"]) else Int32
-    IX = Int32 if knobs["index"] == "i32" else Int64
+def build(knobs: GatherAxisKnobs):
+    mode = knobs.mode
+    R = knobs.rank
+    I = Int64 if knobs.wide else Int32
+    IX = Int32 if knobs.index == "i32" else Int64
     copy = mode in ("gather", "assign", "zero")
-    T = WORD[int(knobs["itemsize"])] if copy else ELEM[knobs["dtype"]]
-    is_float = knobs["dtype"] in ("f32", "f64", "f16", "bf16")
+    T = WORD[knobs.itemsize] if copy else ELEM[knobs.dtype]
+    is_float = knobs.dtype in ("f32", "f64", "f16", "bf16")
 
     @cute.kernel
     def kernel(pa: cute.Pointer, pidx: cute.Pointer, pb: cute.Pointer, pst: cute.Pointer,
-               has_status: Int32, n: Int64, m: Int64, asa: Int64,
-               d0: Int64, d1: Int64, d2: Int64, d3: Int64, d4: Int64, d5: Int64, d6: Int64,
-               d7: Int64,
-               as0: Int64, as1: Int64, as2: Int64, as3: Int64, as4: Int64, as5: Int64,
-               as6: Int64, as7: Int64,
-               is0: Int64, is1: Int64, is2: Int64, is3: Int64, is4: Int64, is5: Int64,
-               is6: Int64, is7: Int64,
-               bs0: Int64, bs1: Int64, bs2: Int64, bs3: Int64, bs4: Int64, bs5: Int64,
-               bs6: Int64, bs7: Int64):
+               has_status: Int32, n: Int64, m: Int64, asa: Int64, dd, sa, si, sb):
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
-        dd = [d0, d1, d2, d3, d4, d5, d6, d7]
-        sa = [as0, as1, as2, as3, as4, as5, as6, as7]
-        si = [is0, is1, is2, is3, is4, is5, is6, is7]
-        sb = [bs0, bs1, bs2, bs3, bs4, bs5, bs6, bs7]
         ext = [I(dd[8 - R + k]) for k in range(R)]
         i = I(bidx) * I(THREADS) + I(tidx)
         if i < I(n):
@@ -106,27 +93,13 @@ def build(knobs: dict):
 
     @cute.jit
     def launch(pa: cute.Pointer, pidx: cute.Pointer, pb: cute.Pointer, pst: cute.Pointer,
-               has_status: Int32, n: Int64, m: Int64, asa: Int64,
-               d0: Int64, d1: Int64, d2: Int64, d3: Int64, d4: Int64, d5: Int64, d6: Int64,
-               d7: Int64,
-               as0: Int64, as1: Int64, as2: Int64, as3: Int64, as4: Int64, as5: Int64,
-               as6: Int64, as7: Int64,
-               is0: Int64, is1: Int64, is2: Int64, is3: Int64, is4: Int64, is5: Int64,
-               is6: Int64, is7: Int64,
-               bs0: Int64, bs1: Int64, bs2: Int64, bs3: Int64, bs4: Int64, bs5: Int64,
-               bs6: Int64, bs7: Int64, stream):
-        kernel(pa, pidx, pb, pst, has_status, n, m, asa, d0, d1, d2, d3, d4, d5, d6, d7,
-               as0, as1, as2, as3, as4, as5, as6, as7, is0, is1, is2, is3, is4, is5, is6, is7,
-               bs0, bs1, bs2, bs3, bs4, bs5, bs6, bs7).launch(
+               has_status: Int32, n: Int64, m: Int64, asa: Int64, *rest):
+        dims, stream = split_stream(rest)
+        kernel(pa, pidx, pb, pst, has_status, n, m, asa, *groups(dims)).launch(
             grid=[Int32((n + THREADS - 1) // THREADS), 1, 1], block=[THREADS, 1, 1], smem=0,
             stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
-    def ptr(t, a):
-        return make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=a)
-
-    isz = int(knobs["itemsize"])
-    args = ([ptr(T, isz), ptr(IX, IX.width // 8), ptr(T, isz), ptr(Int32, 4), Int32(0)]
-            + [Int64(1)] * 35 + [make_fake_stream()])
-    return launch, args
+    isz = knobs.itemsize
+    ptrs = [gmem_ptr(T, isz), gmem_ptr(IX, IX.width // 8), gmem_ptr(T, isz), gmem_ptr(Int32, 4),
+            Int32(0)]
+    return launch, example_args(ptrs, 35)

@@ -20,16 +20,14 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
-from ..specs.indexing import ROW_ILP as ILP, ROW_THREADS as THREADS
-
-WORD = {1: cutlass.Uint8, 2: cutlass.Uint16, 4: cutlass.Uint32, 8: cutlass.Uint64,
-        16: cutlass.Uint128}
+from ...shape.kernels.words import WORD, example_args, gmem_ptr, split_stream
+from ..specs.indexing import ROW_ILP as ILP, ROW_THREADS as THREADS, IndexRowsKnobs
 
 
-def build(knobs: dict):
-    W = WORD[int(knobs["itemsize"])]
-    IX = Int32 if knobs["index"] == "i32" else Int64
-    TPR = int(knobs["tpr"])
+def build(knobs: IndexRowsKnobs):
+    W = WORD[knobs.itemsize]
+    IX = Int32 if knobs.index == "i32" else Int64
+    TPR = knobs.tpr
     RPC = THREADS // TPR  # row chunks per CTA (tpr > 1)
 
     @cute.jit
@@ -118,21 +116,15 @@ def build(knobs: dict):
 
     @cute.jit
     def launch(px: cute.Pointer, pidx: cute.Pointer, pout: cute.Pointer, pst: cute.Pointer,
-               has_status: Int32, rows: Int64, nidx: Int64, rlen: Int64, m: Int64, xso: Int64,
-               xsm: Int64, xsr: Int64, xis: Int64, oso: Int64, osi: Int64, osr: Int64,
-               chunks: Int64, stream):
+               has_status: Int32, rows: Int64, *rest):
+        scalars, stream = split_stream(rest)
+        chunks = scalars[-1]
         per = THREADS * ILP if TPR == 1 else RPC
         groups = (rows + Int64(per - 1)) // Int64(per)
-        kernel(px, pidx, pout, pst, has_status, rows, nidx, rlen, m, xso, xsm, xsr, xis, oso,
-               osi, osr, chunks).launch(
+        kernel(px, pidx, pout, pst, has_status, rows, *scalars).launch(
             grid=[Int32(groups * chunks), 1, 1], block=[THREADS, 1, 1], smem=0, stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
-    def ptr(t, a):
-        return make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=a)
-
-    isz = int(knobs["itemsize"])
-    args = ([ptr(W, isz), ptr(IX, IX.width // 8), ptr(W, isz), ptr(Int32, 4), Int32(0)]
-            + [Int64(1)] * 12 + [make_fake_stream()])
-    return launch, args
+    isz = knobs.itemsize
+    ptrs = [gmem_ptr(W, isz), gmem_ptr(IX, IX.width // 8), gmem_ptr(W, isz), gmem_ptr(Int32, 4),
+            Int32(0)]
+    return launch, example_args(ptrs, 12)

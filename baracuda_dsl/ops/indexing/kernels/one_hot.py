@@ -15,27 +15,20 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
-from ..specs.indexing import HOT_THREADS as THREADS
+from ...shape.kernels.words import WORD, example_args, gmem_ptr, groups, split_stream
+from ..specs.indexing import HOT_THREADS as THREADS, OneHotKnobs
 
-WORD = {1: cutlass.Uint8, 2: cutlass.Uint16, 4: cutlass.Uint32, 8: cutlass.Uint64}
 
-
-def build(knobs: dict):
-    W = WORD[int(knobs["itemsize"])]
-    IX = Int32 if knobs["index"] == "i32" else Int64
-    R = int(knobs["rank"])
+def build(knobs: OneHotKnobs):
+    W = WORD[knobs.itemsize]
+    IX = Int32 if knobs.index == "i32" else Int64
+    R = knobs.rank
 
     @cute.kernel
     def kernel(pidx: cute.Pointer, pout: cute.Pointer, pst: cute.Pointer, has_status: Int32,
-               n: Int64, classes: Int64, one: Int64,
-               d0: Int64, d1: Int64, d2: Int64, d3: Int64, d4: Int64, d5: Int64, d6: Int64,
-               d7: Int64,
-               is0: Int64, is1: Int64, is2: Int64, is3: Int64, is4: Int64, is5: Int64,
-               is6: Int64, is7: Int64):
+               n: Int64, classes: Int64, one: Int64, dd, si):
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
-        dd = [d0, d1, d2, d3, d4, d5, d6, d7]
-        si = [is0, is1, is2, is3, is4, is5, is6, is7]
         e = Int64(bidx) * Int64(THREADS) + Int64(tidx)
         if e < n * classes:
             rem = e // classes
@@ -58,22 +51,12 @@ def build(knobs: dict):
 
     @cute.jit
     def launch(pidx: cute.Pointer, pout: cute.Pointer, pst: cute.Pointer, has_status: Int32,
-               n: Int64, classes: Int64, one: Int64,
-               d0: Int64, d1: Int64, d2: Int64, d3: Int64, d4: Int64, d5: Int64, d6: Int64,
-               d7: Int64,
-               is0: Int64, is1: Int64, is2: Int64, is3: Int64, is4: Int64, is5: Int64,
-               is6: Int64, is7: Int64, stream):
-        kernel(pidx, pout, pst, has_status, n, classes, one, d0, d1, d2, d3, d4, d5, d6, d7,
-               is0, is1, is2, is3, is4, is5, is6, is7).launch(
+               n: Int64, classes: Int64, one: Int64, *rest):
+        dims, stream = split_stream(rest)
+        kernel(pidx, pout, pst, has_status, n, classes, one, *groups(dims)).launch(
             grid=[Int32((n * classes + THREADS - 1) // THREADS), 1, 1], block=[THREADS, 1, 1],
             smem=0, stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
-    def ptr(t, a):
-        return make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=a)
-
-    isz = int(knobs["itemsize"])
-    args = ([ptr(IX, IX.width // 8), ptr(W, isz), ptr(Int32, 4), Int32(0)]
-            + [Int64(1)] * 19 + [make_fake_stream()])
-    return launch, args
+    ptrs = [gmem_ptr(IX, IX.width // 8), gmem_ptr(W, knobs.itemsize), gmem_ptr(Int32, 4),
+            Int32(0)]
+    return launch, example_args(ptrs, 19)

@@ -7,7 +7,7 @@ Index policy shared by every template: an index ``i`` of an axis of extent ``m``
 all-bits-zero word, scatters skip it, and when ``has_status != 0`` the kernel stores ``1`` into
 the int32 word ``status[0]``.  No template ever touches memory outside its operands.
 
-``index_rows``  out[o, i, r] = x[o, idx[i], r] (rows of ``rlen`` words)
+``index_rows``  out[o, i, r] = x[o, idx[i], r] (rows of ``rlen`` words; :class:`IndexRowsKnobs`)
     ``itemsize``  1, 2, 4, 8, 16: opaque words (the plan widens a unit-stride aligned row into
                   16-byte words), so one SKU serves every dtype
     ``index``     i32 / i64 index dtype
@@ -16,6 +16,7 @@ the int32 word ``status[0]``.  No template ever touches memory outside its opera
                   ≤ ILP words): a thread copies one word of each of ILP rows
 
 ``gather_axis`` a[c with c[axis] ← idx[c]] ⟷ b[c] for every coordinate c of idx's shape
+    (:class:`GatherAxisKnobs`)
     ``mode``      gather (b = a[...]), assign / add / amax / amin / mul (a[...] op= b), zero
                   (a[...] = 0: the scatter backward's "scattered positions get no gradient")
     ``itemsize``  word size for gather / assign / zero (dtype-agnostic); the element size else
@@ -27,12 +28,17 @@ the int32 word ``status[0]``.  No template ever touches memory outside its opera
 
 ``one_hot``     out[r, c] = (idx[r] == c) ? one : 0 as opaque ``itemsize`` words (``one`` is the
                 bit pattern of 1 in the output dtype, passed as an i64); idx any strides (rank
-                knob 1, 2, 4, 8 over idx's collapsed shape); ``index`` i32 / i64.
+                knob 1, 2, 4, 8 over idx's collapsed shape); ``index`` i32 / i64
+                (:class:`OneHotKnobs`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from itertools import product
+
 from ....jit import KernelTemplate, LaunchGeometry, params, register
+from ...shape.specs.repeat import dims_params
 
 ITEMSIZES = (1, 2, 4, 8, 16)
 INDEX = ("i32", "i64")
@@ -42,6 +48,15 @@ RANKS = (1, 2, 4, 8)
 ROW_THREADS = 128
 ROW_ILP = 4
 TPRS = (1, 8, 32, 128)
+
+
+@dataclass(frozen=True)
+class IndexRowsKnobs:
+    """One ``index_rows`` SKU: word size in bytes, index dtype, threads per row chunk."""
+
+    itemsize: int
+    index: str
+    tpr: int
 
 
 def tpr_for(rlen: int) -> int:
@@ -68,10 +83,7 @@ def rank_for(r: int) -> int:
 
 
 def _rows_space():
-    for isz in ITEMSIZES:
-        for ix in INDEX:
-            for t in TPRS:
-                yield dict(itemsize=isz, index=ix, tpr=t)
+    return (IndexRowsKnobs(*k) for k in product(ITEMSIZES, INDEX, TPRS))
 
 
 INDEX_ROWS = register(KernelTemplate(
@@ -82,6 +94,7 @@ INDEX_ROWS = register(KernelTemplate(
                   "m:i64 xso:i64 xsm:i64 xsr:i64 xis:i64 oso:i64 osi:i64 osr:i64 chunks:i64"),
     space=_rows_space,
     geometry=lambda k: LaunchGeometry(threads=ROW_THREADS, smem_bytes=0),
+    knobs=IndexRowsKnobs,
 ))
 
 # --------------------------------------------------------------------------- gather_axis
@@ -96,26 +109,38 @@ ATOMIC_DTYPES = {
 _ISZ = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8}
 
 
+@dataclass(frozen=True)
+class GatherAxisKnobs:
+    """One ``gather_axis`` SKU: mode, word / element size in bytes, element dtype (``any`` for
+    the copy modes), collapsed rank knob, Int64 coordinate math, index dtype."""
+
+    mode: str
+    itemsize: int
+    dtype: str
+    rank: int
+    wide: int
+    index: str
+
+
 def _axis_space():
     for r in RANKS:
         for w in ((0, 1) if r == 8 else (0,)):
             for ix in INDEX:
-                for mode in COPY_MODES:
-                    for isz in ITEMSIZES:
-                        yield dict(mode=mode, itemsize=isz, dtype="any", rank=r, wide=w, index=ix)
+                for mode, isz in product(COPY_MODES, ITEMSIZES):
+                    yield GatherAxisKnobs(mode, isz, "any", r, w, ix)
                 for mode, dts in ATOMIC_DTYPES.items():
                     for dt in dts:
-                        yield dict(mode=mode, itemsize=_ISZ[dt], dtype=dt, rank=r, wide=w,
-                                   index=ix)
+                        yield GatherAxisKnobs(mode, _ISZ[dt], dt, r, w, ix)
 
 
-def axis_arch_ok(k, arch: str) -> bool:
+def atomic_arch_ok(mode: str, dtype: str, arch: str) -> bool:
     """bf16 atomic add (``red.global.add.noftz.bf16``) exists on sm90 only."""
-    return not (k["mode"] == "add" and k["dtype"] == "bf16" and arch != "sm90a")
+    return not (mode == "add" and dtype == "bf16" and arch != "sm90a")
 
 
-def _dims(prefix: str) -> str:
-    return " ".join(f"{prefix}{i}:i64" for i in range(8))
+def axis_arch_ok(k: GatherAxisKnobs, arch: str) -> bool:
+    """Whether the ``gather_axis`` SKU ``k`` exists on ``arch`` (:func:`atomic_arch_ok`)."""
+    return atomic_arch_ok(k.mode, k.dtype, arch)
 
 
 GATHER_AXIS = register(KernelTemplate(
@@ -123,9 +148,11 @@ GATHER_AXIS = register(KernelTemplate(
     family="indexing",
     module="baracuda_dsl.ops.indexing.kernels.gather_axis",
     params=params(f"a:ptr idx:ptr b:ptr status:ptr has_status:i32 n:i64 m:i64 asa:i64 "
-                  f"{_dims('d')} {_dims('as')} {_dims('is')} {_dims('bs')}"),
+                  f"{dims_params('d')} {dims_params('as')} {dims_params('is')} "
+                  f"{dims_params('bs')}"),
     space=_axis_space,
     geometry=lambda k: LaunchGeometry(threads=AXIS_THREADS, smem_bytes=0),
+    knobs=GatherAxisKnobs,
     arch_ok=axis_arch_ok,
 ))
 
@@ -134,11 +161,17 @@ HOT_THREADS = 256
 HOT_ITEMSIZES = (1, 2, 4, 8)
 
 
+@dataclass(frozen=True)
+class OneHotKnobs:
+    """One ``one_hot`` SKU: output word size in bytes, index dtype, collapsed index rank knob."""
+
+    itemsize: int
+    index: str
+    rank: int
+
+
 def _hot_space():
-    for isz in HOT_ITEMSIZES:
-        for ix in INDEX:
-            for r in RANKS:
-                yield dict(itemsize=isz, index=ix, rank=r)
+    return (OneHotKnobs(*k) for k in product(HOT_ITEMSIZES, INDEX, RANKS))
 
 
 ONE_HOT = register(KernelTemplate(
@@ -146,7 +179,8 @@ ONE_HOT = register(KernelTemplate(
     family="indexing",
     module="baracuda_dsl.ops.indexing.kernels.one_hot",
     params=params(f"idx:ptr out:ptr status:ptr has_status:i32 n:i64 classes:i64 one:i64 "
-                  f"{_dims('d')} {_dims('is')}"),
+                  f"{dims_params('d')} {dims_params('is')}"),
     space=_hot_space,
     geometry=lambda k: LaunchGeometry(threads=HOT_THREADS, smem_bytes=0),
+    knobs=OneHotKnobs,
 ))
