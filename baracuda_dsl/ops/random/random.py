@@ -27,11 +27,11 @@ from typing import Optional, Tuple
 from ... import dtypes as _dt
 from ...dtypes import DType
 from ...errors import InvalidProblemError, UnsupportedError
-from ...plan import (Plan, align_up, begin_select, check_dtype, check_finite, check_select,
-                     new_plan, plan_arch, prod, view_arg)
-from .specs import random as spec
+from ...jit import freeze_knobs
+from ...plan import Plan, align_up, check_dtype, check_finite, norm_axis, prod, view_arg
 from ...tensor import TensorView, check_shape, contiguous_strides
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
+from .specs import random as spec
 
 DISTS = tuple(spec.FILL_DTYPES)
 _BY_SHORT = {d.short: d for d in _dt.ALL_DTYPES}
@@ -102,11 +102,14 @@ def _flat_view(obj, name: str, shape, dtype: DType, device=None) -> TensorView:
     return v
 
 
-def _sku(op: str, dt: DType, arch, template: str, knobs: dict) -> KernelSku:
+def _sku(plan: Plan, op: str, template, knobs) -> KernelSku:
+    """The KernelSku of a random plan (``plan.desc.dtype``): computed in f32 for floats, f64 for
+    f64, exactly for the integer draws."""
+    dt = plan.desc.dtype
     ct = _dt.float64 if dt is _dt.float64 else (_dt.float32 if dt.kind == "f" else dt)
     pg = PrecisionGuarantee(math_precision=ct, accumulator=ct)
-    return KernelSku(OpCategory.RANDOM, op, dt, arch, BackendKind.CUTE_DSL, pg,
-                     template=template, knobs=tuple(sorted(knobs.items())))
+    return KernelSku(OpCategory.RANDOM, op, dt, plan._arch, BackendKind.CUTE_DSL, pg,
+                     template=template.name, knobs=freeze_knobs(knobs))
 
 
 # ============================================================================== RandomPlan
@@ -164,13 +167,13 @@ class RandomPlan(Plan):
     give [low, high) (24/11/8/53 random bits for f32/f16/bf16/f64); normal uses Box–Muller;
     randint uses Lemire's multiply-shift (relative bias ≤ span/2³² for int32, span/2⁶⁴ int64)."""
 
-    @classmethod
-    def select(cls, desc: RandomDescriptor, pref=None) -> "RandomPlan":
-        plan = begin_select(cls, desc, pref, RandomDescriptor, plan_arch, "RandomPlan")
-        plan._knobs = dict(dist=desc.dist, dtype=desc.kernel_dtype)
-        plan._n = prod(desc.shape)
-        plan._sku = _sku(desc.dist, desc.dtype, plan._arch, spec.RANDOM_FILL.name, plan._knobs)
-        return plan
+    descriptor = RandomDescriptor
+
+    def _plan(self) -> None:
+        d = self.desc
+        self._knobs = spec.RandomFillKnobs(dist=d.dist, dtype=d.kernel_dtype)
+        self._n = prod(d.shape)
+        self._sku = _sku(self, d.dist, spec.RANDOM_FILL, self._knobs)
 
     def blocks(self) -> int:
         """Philox blocks this draw consumes (advance the offset by this for the next draw)."""
@@ -210,17 +213,15 @@ class RandomPlan(Plan):
             ib = ib - U64 if ib >= (1 << 63) else ib
         return seed, off, a, b, ia, ib
 
-    def can_implement(self, args) -> None:
+    def _bind(self, args):
         if not isinstance(args, RandomArgs):
             raise InvalidProblemError(f"RandomPlan.run needs RandomArgs, got {type(args).__name__}")
-        _flat_view(args.out, "out", self.desc.shape, self.desc.dtype)
-        self._scalars(args)
+        return _flat_view(args.out, "out", self.desc.shape, self.desc.dtype), self._scalars(args)
 
-    def _launch(self, args, stream: int, ws) -> None:
-        out = _flat_view(args.out, "out", self.desc.shape, self.desc.dtype)
-        seed, off, a, b, ia, ib = self._scalars(args)
+    def _launch(self, bound, stream: int, ws) -> None:
+        out, scalars = bound
         lk = self._kernel(spec.RANDOM_FILL, self._knobs, out.device)
-        lk.launch(_grid(self.blocks()), [out.ptr, self._n, seed, off, a, b, ia, ib], stream)
+        lk.launch(_grid(self.blocks()), [out.ptr, self._n, *scalars], stream)
 
 
 # ============================================================================== Dropout
@@ -264,15 +265,14 @@ class DropoutBackwardArgs:
 
 
 class _DropoutBase(Plan):
-    _desc_type = DropoutDescriptor
+    """Shared plan and launch of the dropout forward / backward: ``_views(args)`` gives the
+    (input, output, mask or None) views."""
 
-    @classmethod
-    def select(cls, desc, pref=None):
-        plan = begin_select(cls, desc, pref, cls._desc_type, plan_arch)
-        plan._knobs = dict(dtype=desc.dtype.short)
-        plan._n = prod(desc.shape)
-        plan._sku = _sku("dropout", desc.dtype, plan._arch, spec.DROPOUT.name, plan._knobs)
-        return plan
+    def _plan(self) -> None:
+        d = self.desc
+        self._knobs = spec.DropoutKnobs(dtype=d.dtype.short)
+        self._n = prod(d.shape)
+        self._sku = _sku(self, "dropout", spec.DROPOUT, self._knobs)
 
     def blocks(self) -> int:
         """Philox blocks consumed (one word per element)."""
@@ -281,31 +281,30 @@ class _DropoutBase(Plan):
     def is_empty(self) -> bool:
         return self._n == 0
 
-    def _go(self, x, y, mask, seed, offset, stream):
+    def _views(self, args):
+        """(input, output, mask or None) views of the Args."""
+        raise NotImplementedError
+
+    def _bind(self, args):
+        x, y, m = self._views(args)
+        return x, y, m, _seed_word(args.seed), _offset_word(args.offset)
+
+    def _launch(self, bound, stream: int, ws) -> None:
+        x, y, mask, seed, offset = bound
         d = self.desc
         # p = 1 drops everything (select, not multiply), so the scale is never used there
         scale = 0.0 if d.p >= 1.0 else 1.0 / (1.0 - d.p)
         lk = self._kernel(spec.DROPOUT, self._knobs, x.device)
         lk.launch(_grid(self.blocks()),
-                  [x.ptr, y.ptr, mask.ptr if mask is not None else 0, self._n,
-                   _seed_word(seed), _offset_word(offset), keep_threshold(d.p), scale,
-                   1 if mask is not None else 0], stream)
-
-    def _views(self, args):
-        """(input, output, mask or None) views of the Args."""
-        raise NotImplementedError
-
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def _launch(self, args, stream: int, ws) -> None:
-        x, y, m = self._views(args)
-        self._go(x, y, m, args.seed, args.offset, stream)
+                  [x.ptr, y.ptr, mask.ptr if mask is not None else 0, self._n, seed, offset,
+                   keep_threshold(d.p), scale, 1 if mask is not None else 0], stream)
 
 
 class DropoutPlan(_DropoutBase):
     """Dropout forward: one read of x, one write of y (+ the optional uint8 mask), vectorised;
     no workspace; deterministic in (seed, offset)."""
+
+    descriptor = DropoutDescriptor
 
     def _views(self, args):
         if not isinstance(args, DropoutArgs):
@@ -320,14 +319,13 @@ class DropoutPlan(_DropoutBase):
             if mv.dtype not in (_dt.uint8, _dt.bool_):
                 raise UnsupportedError(f"mask: dtype {mv.dtype.name}; wired: uint8, bool")
             m = _flat_view(args.mask, "mask", d.shape, mv.dtype, x.device)
-        _check_stream(args)
         return x, y, m
 
 
 class DropoutBackwardPlan(_DropoutBase):
     """dx = dy·keep/(1−p), keep regenerated from (seed, offset): one read + one write."""
 
-    _desc_type = DropoutBackwardDescriptor
+    descriptor = DropoutBackwardDescriptor
 
     def _views(self, args):
         if not isinstance(args, DropoutBackwardArgs):
@@ -336,20 +334,10 @@ class DropoutBackwardPlan(_DropoutBase):
         d = self.desc
         dy = _flat_view(args.dy, "dy", d.shape, d.dtype)
         dx = _flat_view(args.dx, "dx", d.shape, d.dtype, dy.device)
-        _check_stream(args)
         return dy, dx, None
 
 
 # ============================================================================== Gumbel-softmax
-def _softmax_mod():
-    try:
-        from ..softmax import softmax
-    except ImportError as e:  # written in parallel (helper H1)
-        raise UnsupportedError(f"GumbelSoftmax needs ops/softmax/softmax.py (SoftmaxPlan): {e}") \
-            from None
-    return softmax
-
-
 @dataclass(frozen=True)
 class GumbelSoftmaxDescriptor:
     """y_soft = softmax((x + g)/τ) along ``axis``, g ~ Gumbel(0, 1) from the Philox stream;
@@ -368,8 +356,6 @@ class GumbelSoftmaxDescriptor:
             raise InvalidProblemError("GumbelSoftmax: needs rank >= 1")
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", check_dtype(self.dtype, FLOATS, "GumbelSoftmax"))
-        from ...plan import norm_axis
-
         object.__setattr__(self, "axis", norm_axis(self.axis, len(shape), "GumbelSoftmax"))
         tau = check_finite(self.tau, "GumbelSoftmax: tau")
         if not tau > 0:
@@ -403,8 +389,6 @@ class GumbelSoftmaxBackwardDescriptor:
         GumbelSoftmaxDescriptor(self.shape, self.dtype, self.axis, self.tau)
         object.__setattr__(self, "shape", check_shape(self.shape, "GumbelSoftmax"))
         object.__setattr__(self, "dtype", check_dtype(self.dtype, FLOATS, "GumbelSoftmax"))
-        from ...plan import norm_axis
-
         object.__setattr__(self, "axis", norm_axis(self.axis, len(self.shape), "GumbelSoftmax"))
         object.__setattr__(self, "tau", float(self.tau))
 
@@ -431,48 +415,43 @@ class GumbelSoftmaxPlan(Plan):
     f32 (f64 for f64).  Workspace: ``workspace_size()`` (≤ 2 buffers of x's size + the argmax
     index/scratch).  Deterministic in (seed, offset)."""
 
-    @classmethod
-    def select(cls, desc: GumbelSoftmaxDescriptor, pref=None) -> "GumbelSoftmaxPlan":
-        pref = check_select(desc, pref, GumbelSoftmaxDescriptor, "GumbelSoftmaxPlan")
-        sm = _softmax_mod()
-        from ..elementwise.elementwise import ElementwiseDescriptor, ElementwisePlan
+    descriptor = GumbelSoftmaxDescriptor
 
-        plan = new_plan(cls, desc, pref, plan_arch)
-        plan._n = prod(desc.shape)
-        ax = desc.axis
-        shp = desc.shape
+    def _plan(self) -> None:
+        from ..elementwise import ElementwiseDescriptor, ElementwisePlan
+        from ..softmax import SoftmaxDescriptor, SoftmaxPlan
+
+        d, pref = self.desc, self.pref
+        self._n = prod(d.shape)
+        ax = d.axis
+        shp = d.shape
         rank = len(shp)
-        perm = tuple(d for d in range(rank) if d != ax) + (ax,)
-        plan._pshape = tuple(shp[d] for d in perm)
-        pstr = contiguous_strides(plan._pshape)
+        perm = tuple(k for k in range(rank) if k != ax) + (ax,)
+        self._pshape = tuple(shp[k] for k in perm)
+        pstr = contiguous_strides(self._pshape)
         st = [0] * rank
-        for k, d in enumerate(perm):
-            st[d] = pstr[k]
-        plan._vstrides = tuple(st)           # Z / S seen in x's dim order
-        plan._noise = RandomPlan.select(RandomDescriptor(plan._pshape, "gumbel", desc.dtype),
-                                        pref)
-        plan._fma = ElementwisePlan.select(ElementwiseDescriptor(
-            "fma", (shp, None, shp), desc.dtype), pref)
-        plan._copy = ElementwisePlan.select(ElementwiseDescriptor("copy", (shp,), desc.dtype),
-                                            pref)
-        plan._soft = sm.SoftmaxPlan.select(sm.SoftmaxDescriptor(shp, desc.dtype, ax), pref)
-        buf = align_up(plan._n * desc.dtype.itemsize)
-        plan._buf = buf
-        ws = 2 * buf
-        if desc.hard:
+        for k, dim in enumerate(perm):
+            st[dim] = pstr[k]
+        self._vstrides = tuple(st)           # Z / S seen in x's dim order
+        self._noise = RandomPlan.select(RandomDescriptor(self._pshape, "gumbel", d.dtype), pref)
+        self._fma = ElementwisePlan.select(ElementwiseDescriptor("fma", (shp, None, shp), d.dtype),
+                                           pref)
+        self._copy = ElementwisePlan.select(ElementwiseDescriptor("copy", (shp,), d.dtype), pref)
+        self._soft = SoftmaxPlan.select(SoftmaxDescriptor(shp, d.dtype, ax), pref)
+        self._buf = align_up(self._n * d.dtype.itemsize)
+        ws = 2 * self._buf
+        if d.hard:
             from ..indexing.indexing import OneHotDescriptor, OneHotPlan
-            from ..reduction.reductions import ArgReducePlan, ReduceDescriptor
+            from ..reduction import ArgReducePlan, ReduceDescriptor
 
-            lead = plan._pshape[:-1]
-            plan._arg = ArgReducePlan.select(ReduceDescriptor(shp, (ax,), "argmax", desc.dtype),
+            lead = self._pshape[:-1]
+            self._arg = ArgReducePlan.select(ReduceDescriptor(shp, (ax,), "argmax", d.dtype), pref)
+            self._onehot = OneHotPlan.select(OneHotDescriptor(lead, shp[ax], _dt.int64, d.dtype),
                                              pref)
-            plan._onehot = OneHotPlan.select(OneHotDescriptor(lead, shp[ax], _dt.int64,
-                                                              desc.dtype), pref)
-            plan._idx_bytes = align_up(max(prod(lead), 1) * 8)
-            ws += plan._idx_bytes + align_up(plan._arg.workspace_size())
-        plan._ws = ws
-        plan._sku = plan._noise.sku()
-        return plan
+            self._idx_bytes = align_up(max(prod(lead), 1) * 8)
+            ws += self._idx_bytes + align_up(self._arg.workspace_size())
+        self._ws = ws
+        self._sku = self._noise.sku()
 
     def blocks(self) -> int:
         """Philox blocks the noise consumes."""
@@ -484,7 +463,7 @@ class GumbelSoftmaxPlan(Plan):
     def is_empty(self) -> bool:
         return self._n == 0
 
-    def _views(self, args):
+    def _bind(self, args):
         if not isinstance(args, GumbelSoftmaxArgs):
             raise InvalidProblemError(f"GumbelSoftmaxPlan.run needs GumbelSoftmaxArgs, got "
                                       f"{type(args).__name__}")
@@ -500,34 +479,28 @@ class GumbelSoftmaxPlan(Plan):
                         raise InvalidProblemError(f"{name}: an output may not have a zero "
                                                   f"(broadcast) stride")
         _check_stream(args)
-        return x, y, ys
-
-    def can_implement(self, args) -> None:
-        self._views(args)
+        return x, y, ys, args.seed, args.offset
 
     def _direct_soft(self, zv: TensorView, v: TensorView) -> bool:
         """True when SoftmaxPlan can write ``v`` itself (unit stride along the axis, batch dims
         that collapse to its three strided groups)."""
+        from ..softmax import SoftmaxArgs
+
         ax = self.desc.axis
         if not (v.shape[ax] <= 1 or v.strides[ax] == 1):
             return False
         try:
-            self._soft.can_implement(_softmax_mod().SoftmaxArgs(zv, v))
+            self._soft.can_implement(SoftmaxArgs(zv, v))
         except UnsupportedError:
             return False
         return True
 
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
+    def _launch(self, bound, st: int, ws: Workspace) -> None:
+        from ..elementwise import ElementwiseArgs
+        from ..softmax import SoftmaxArgs
 
-        x, y, ys = self._views(args)
-        ws = self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        st = stream_handle(stream)
+        x, y, ys, seed, offset = bound
         d = self.desc
-        sm = _softmax_mod()
-        from ..elementwise.elementwise import ElementwiseArgs
 
         def buf_view(off, shape, strides, dt):
             return TensorView._trusted(ws.ptr + off, tuple(shape), tuple(strides), dt,
@@ -537,14 +510,14 @@ class GumbelSoftmaxPlan(Plan):
         zv = buf_view(0, d.shape, self._vstrides, d.dtype)
         sp = buf_view(self._buf, self._pshape, contiguous_strides(self._pshape), d.dtype)
         sv = buf_view(self._buf, d.shape, self._vstrides, d.dtype)
-        self._noise.run(RandomArgs(zp, args.seed, args.offset, a=0.0, b=1.0 / d.tau), st)
+        self._noise.run(RandomArgs(zp, seed, offset, a=0.0, b=1.0 / d.tau), st)
         self._fma.run(ElementwiseArgs([x, 1.0 / d.tau, zv], [zv]), st)
 
         def soft_into(t):
             if self._direct_soft(zv, t):
-                self._soft.run(sm.SoftmaxArgs(zv, t), st)
+                self._soft.run(SoftmaxArgs(zv, t), st)
             else:
-                self._soft.run(sm.SoftmaxArgs(zv, sv), st)
+                self._soft.run(SoftmaxArgs(zv, sv), st)
                 self._copy.run(ElementwiseArgs([sv], [t]), st)
 
         if ys is not None:
@@ -553,7 +526,7 @@ class GumbelSoftmaxPlan(Plan):
             soft_into(y)
             return
         from ..indexing.indexing import OneHotArgs
-        from ..reduction.reductions import ReduceArgs
+        from ..reduction import ReduceArgs
 
         lead = self._pshape[:-1]
         ioff = 2 * self._buf
@@ -570,31 +543,26 @@ class GumbelSoftmaxPlan(Plan):
             self._onehot.run(OneHotArgs(idx, sp), st)
             self._copy.run(ElementwiseArgs([sv], [y]), st)
 
-    def _launch(self, args, stream, ws):  # pragma: no cover - run() is overridden
-        raise NotImplementedError
-
 
 class GumbelSoftmaxBackwardPlan(Plan):
     """dx = (1/τ)·softmax_bw(dy, y_soft): SoftmaxBackwardPlan then an in-place scale by 1/τ
     (elementwise affine).  Workspace: the softmax backward's."""
 
-    @classmethod
-    def select(cls, desc: GumbelSoftmaxBackwardDescriptor, pref=None):
-        pref = check_select(desc, pref, GumbelSoftmaxBackwardDescriptor,
-                            "GumbelSoftmaxBackwardPlan")
-        sm = _softmax_mod()
-        from ..elementwise.elementwise import ElementwiseDescriptor, ElementwisePlan
+    descriptor = GumbelSoftmaxBackwardDescriptor
 
-        plan = new_plan(cls, desc, pref, plan_arch)
-        plan._n = prod(desc.shape)
-        plan._bw = sm.SoftmaxBackwardPlan.select(sm.SoftmaxBackwardDescriptor(
-            desc.shape, desc.dtype, desc.axis), pref)
-        plan._scale = None
-        if desc.tau != 1.0:
-            plan._scale = ElementwisePlan.select(ElementwiseDescriptor(
-                "affine", (desc.shape,), desc.dtype, None, (1.0 / desc.tau, 0.0)), pref)
-        plan._sku = plan._bw.sku()
-        return plan
+    def _plan(self) -> None:
+        from ..elementwise import ElementwiseDescriptor, ElementwisePlan
+        from ..softmax import SoftmaxBackwardDescriptor, SoftmaxBackwardPlan
+
+        d = self.desc
+        self._n = prod(d.shape)
+        self._bw = SoftmaxBackwardPlan.select(SoftmaxBackwardDescriptor(d.shape, d.dtype, d.axis),
+                                              self.pref)
+        self._scale = None
+        if d.tau != 1.0:
+            self._scale = ElementwisePlan.select(ElementwiseDescriptor(
+                "affine", (d.shape,), d.dtype, None, (1.0 / d.tau, 0.0)), self.pref)
+        self._sku = self._bw.sku()
 
     def workspace_size(self) -> int:
         return self._bw.workspace_size()
@@ -602,26 +570,19 @@ class GumbelSoftmaxBackwardPlan(Plan):
     def is_empty(self) -> bool:
         return self._n == 0
 
-    def can_implement(self, args) -> None:
-        sm = _softmax_mod()
+    def _bind(self, args):
+        from ..softmax import SoftmaxBackwardArgs
+
         if not isinstance(args, GumbelSoftmaxBackwardArgs):
             raise InvalidProblemError("GumbelSoftmaxBackwardPlan.run needs "
                                       "GumbelSoftmaxBackwardArgs")
-        self._bw.can_implement(sm.SoftmaxBackwardArgs(args.dy, args.y_soft, args.dx))
+        sargs = SoftmaxBackwardArgs(args.dy, args.y_soft, args.dx)
+        self._bw.can_implement(sargs)
+        return sargs
 
-    def run(self, args, stream=None, workspace=None) -> None:
-        from ...runtime.stream import stream_handle
-
-        sm = _softmax_mod()
-        self.can_implement(args)
-        if self.is_empty():
-            return
-        st = stream_handle(stream)
-        self._bw.run(sm.SoftmaxBackwardArgs(args.dy, args.y_soft, args.dx), st, workspace)
+    def _launch(self, sargs, st: int, ws: Workspace) -> None:
+        self._bw.run(sargs, st, ws)
         if self._scale is not None:
-            from ..elementwise.elementwise import ElementwiseArgs
+            from ..elementwise import ElementwiseArgs
 
-            self._scale.run(ElementwiseArgs([args.dx], [args.dx]), st)
-
-    def _launch(self, args, stream, ws):  # pragma: no cover - run() is overridden
-        raise NotImplementedError
+            self._scale.run(ElementwiseArgs([sargs.dx], [sargs.dx]), st)

@@ -16,13 +16,13 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Float64, Int32, Int64, Uint8, Uint64
 
-from ..specs.random import BPT, THREADS
+from ..specs.random import BPT, THREADS, DropoutKnobs
 from .philox import philox_block
 from .random_fill import STORAGE
 
 
-def build(knobs: dict):
-    dts = knobs["dtype"]
+def build(knobs: DropoutKnobs):
+    dts = knobs.dtype
     T = STORAGE[dts]
     CT = Float64 if dts == "f64" else Float32
     E = 4

@@ -28,7 +28,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Float64, Int32, Int64, Uint32, Uint64
 
-from ..specs.random import BPT, THREADS, words_per_element
+from ..specs.random import BPT, THREADS, RandomFillKnobs, words_per_element
 from .philox import (philox_block, u32_to_unit_float, u32_to_unit_float_open, u64_of,
                      u64_to_unit_double, u64_to_unit_double_open)
 
@@ -51,9 +51,9 @@ def unit_f32_mid(w, k: cutlass.Constexpr):
     return (Float32(Int32(Uint32(w) >> Uint32(32 - k))) + Float32(0.5)) * Float32(2.0 ** -k)
 
 
-def build(knobs: dict):
-    dist = knobs["dist"]
-    dts = knobs["dtype"]
+def build(knobs: RandomFillKnobs):
+    dist = knobs.dist
+    dts = knobs.dtype
     T = STORAGE[dts]
     wpe = words_per_element(dist, dts)
     E = 4 // wpe
