@@ -61,7 +61,12 @@ class _FakeKernel:
         self.log, self.template, self.knobs = log, template, knobs
 
     def launch(self, grid, args, stream):
-        self.log.append((self.template.name, dict(self.knobs), tuple(grid), list(args), stream))
+        from baracuda_dsl.jit import freeze_knobs
+
+        # the knobs as the SKU's canonical (name, value) pairs: the same dict for a knobs
+        # dataclass and for the plain dict it replaced
+        self.log.append((self.template.name, dict(freeze_knobs(self.knobs)), tuple(grid),
+                         list(args), stream))
 
 
 @pytest.fixture
