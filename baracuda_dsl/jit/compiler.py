@@ -79,7 +79,8 @@ def _compile_in_worker(spec: str, template_name: str, knobs: Knobs,
         raise CompileError(f"{template_name}: expected one kernel per template, got {entries}")
     entry = entries[0]
     try:
-        check_abi(t.params, ptx_entry_params(ptx, entry))
+        abi = t.abi(t.thaw(knobs))
+        check_abi(abi, ptx_entry_params(ptx, entry))
     except ValueError as e:
         raise CompileError(f"{template_name}({knobs}): {e}") from None
     geom = t.geometry(t.thaw(knobs))
@@ -89,7 +90,7 @@ def _compile_in_worker(spec: str, template_name: str, knobs: Knobs,
                            f"template geometry says {geom.threads}")
     meta = {
         "entry": entry,
-        "params": [[p.name, p.kind] for p in t.params],
+        "params": [[p.name, p.kind] for p in abi],
         "threads": geom.threads,
         "smem_bytes": geom.smem_bytes,
         "cluster": geom.cluster,

@@ -28,7 +28,7 @@ import importlib
 import importlib.util
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
 
 from ..abi import Param
 
@@ -71,7 +71,8 @@ class KernelTemplate:
     ``name``      unique id, e.g. ``"row_norm_fw"``
     ``family``    op family (the ``baracuda_dsl.ops`` package that owns it; prebuild's ``--ops``)
     ``module``    dotted module with the CuTe DSL code, exposing ``build(knobs) -> (fn, args)``
-    ``params``    the kernel entry's parameter ABI, in order
+    ``params``    the kernel entry's parameter ABI, in order; or a callable knobs -> that tuple
+                  when SKUs of the template take different parameters (see :meth:`abi`)
     ``space``     callable returning every SKU's knobs
     ``geometry``  callable knobs -> LaunchGeometry
     ``knobs``     the frozen dataclass type of this template's knobs (None: plain dicts)
@@ -87,7 +88,7 @@ class KernelTemplate:
     name: str
     family: str
     module: str
-    params: Tuple[Param, ...]
+    params: Union[Tuple[Param, ...], Callable[[Any], Tuple[Param, ...]]]
     space: Callable[[], Iterable[Any]]
     geometry: Callable[[Any], LaunchGeometry]
     knobs: Optional[type] = None
@@ -100,6 +101,10 @@ class KernelTemplate:
         that exist for ``arch`` (an ArchSku value such as ``"sm80"``)."""
         return tuple(freeze_knobs(k) for k in self.space()
                      if arch is None or self.arch_ok is None or self.arch_ok(k, arch))
+
+    def abi(self, knobs) -> Tuple[Param, ...]:
+        """The entry's parameters of the SKU with ``knobs`` (the thawed knobs object)."""
+        return self.params(knobs) if callable(self.params) else self.params
 
     def thaw(self, knobs: Knobs):
         """The knobs object of a frozen SKU (an instance of :attr:`knobs`, or a dict)."""
@@ -117,7 +122,8 @@ class KernelTemplate:
             for mod in self.source_modules():
                 with open(_origin(mod), "rb") as f:
                     h.update(f.read())
-            h.update(repr(self.params).encode())
+            h.update((f"{self.params.__module__}.{self.params.__qualname__}"
+                      if callable(self.params) else repr(self.params)).encode())
             self._hash.append(h.hexdigest()[:16])
         return self._hash[0]
 
