@@ -39,8 +39,8 @@ def main():
     va, vb, vo = tensor_view(a), tensor_view(b), tensor_view(Array._empty(
         (16,), xp.float32, a.device))
     kern = plan._kernel(ELEMENTWISE, plan._knobs["flat"], 0)
-    launch_args = ([vo.ptr, 0, 0, va.ptr, vb.ptr, 0, 0, 16, 0] + [0.0] * 8 + [0] * 4 +
-                   [0.0] * 3 + [1] * 8 + [0] * 56)
+    # the flat add SKU takes (specs.elementwise.param_groups): o0 a b n smask fa fb ga gb ia ib
+    launch_args = [vo.ptr, va.ptr, vb.ptr, 16, 0] + [0.0] * 4 + [0] * 2
     _time("torch.add(ta, tb)", lambda: torch.add(ta, tb))
     _time("kernel.launch (packed args)", lambda: kern.launch((1, 1, 1), launch_args, 0))
     _time("Array._empty((16,), f32)", lambda: Array._empty((16,), xp.float32, a.device))

@@ -11,6 +11,7 @@ import pytest
 
 import baracuda_dsl as bd
 from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
+from baracuda_dsl.jit import freeze_knobs
 from baracuda_dsl.ops.elementwise import elementwise as ew
 from baracuda_dsl.ops.elementwise import families as fam
 from baracuda_dsl.ops.elementwise.specs import elementwise as spec
@@ -58,11 +59,147 @@ def test_sku_space_is_finite_and_paths_declared():
 
 
 def test_vec_width_is_16_bytes_of_the_widest_operand():
-    assert spec.vec_width(dict(op="add", dtype="bf16")) == 8
-    assert spec.vec_width(dict(op="add", dtype="f64")) == 2
-    assert spec.vec_width(dict(op="where", dtype="f32")) == 4  # bool cond, f32 values
-    assert spec.vec_width(dict(op="cast", dtype="u8", out="c128")) == 1
-    assert spec.vec_width(dict(op="equal", dtype="i16")) == 8
+    K = spec.ElementwiseKnobs
+    assert spec.vec_width(K("add", "bf16", "flat")) == 8
+    assert spec.vec_width(K("add", "f64", "flat")) == 2
+    assert spec.vec_width(K("where", "f32", "flat")) == 4  # bool cond, f32 values
+    assert spec.vec_width(K("cast", "u8", "flat", out="c128")) == 1
+    assert spec.vec_width(K("equal", "i16", "flat")) == 8
+
+
+def test_knobs_are_typed_and_keep_the_sku_keys():
+    skus = spec.ELEMENTWISE.skus()
+    assert all(type(k) is spec.ElementwiseKnobs for k in spec.ELEMENTWISE.space())
+    # ``out`` is a knob of the casts only
+    assert all(("out" in dict(k)) == (dict(k)["op"] == "cast") for k in skus)
+    assert freeze_knobs(spec.ElementwiseKnobs("add", "f32", "s4")) == (
+        ("dtype", "f32"), ("op", "add"), ("path", "s4"))
+
+
+# ------------------------------------------------------------------------ kernel parameters
+#: the strided paths' entry parameters, unchanged since the kernel took them one by one
+_STRIDED_ABI = ("o0 o1 o2 a b c d n smask fa fb fc fd ga gb gc gd ia ib ic id p0 p1 p2 " +
+                " ".join(f"e{i}" for i in range(8)) + " " +
+                " ".join(f"{p}{i}" for p in ("so0", "so1", "so2", "sa", "sb", "sc", "sd")
+                         for i in range(8))).split()
+
+
+def test_strided_paths_take_every_slot():
+    K = spec.ElementwiseKnobs
+    for k in (K("gelu", "f32", "s4"), K("copy", "f16", "s8"), K("where", "bf16", "v4"),
+              K("cast", "i8", "s4", out="c64")):
+        abi = spec.kernel_params(k)
+        assert [p.name for p in abi] == _STRIDED_ABI
+        assert spec.ELEMENTWISE.abi(k) == abi
+        assert [p.kind for p in abi[:7]] == ["ptr"] * 7 and abi[8].kind == "i32"
+
+
+def test_flat_path_takes_only_what_it_reads():
+    names = lambda k: [p.name for p in spec.kernel_params(k)]  # noqa: E731
+    assert names(spec.ElementwiseKnobs("add", "f32", "flat")) == [
+        "o0", "a", "b", "n", "smask", "fa", "fb", "ga", "gb", "ia", "ib"]
+    assert names(spec.ElementwiseKnobs("softplus", "bf16", "flat")) == [
+        "o0", "a", "n", "smask", "fa", "ga", "ia", "p0", "p1"]
+    assert names(spec.ElementwiseKnobs("lerp_bw", "f32", "flat"))[:8] == [
+        "o0", "o1", "o2", "a", "b", "c", "d", "n"]
+    groups = spec.param_groups(spec.ElementwiseKnobs("where", "f64", "flat"))
+    assert len(groups) == len(spec.GROUPS) and groups[-2:] == ((), ())
+
+
+def test_kernel_takes_one_group_per_spec_group():
+    import inspect
+
+    from baracuda_dsl.ops.elementwise.kernels import elementwise as kernel
+
+    for k in (spec.ElementwiseKnobs("add", "f32", "flat"),
+              spec.ElementwiseKnobs("add", "f32", "s4")):
+        fn, args = kernel.build(k)
+        assert tuple(inspect.signature(fn).parameters) == spec.GROUPS + ("stream",)
+        for g, a in zip(spec.param_groups(k), args):
+            assert (a is None) if not g else (type(a) is kernel.Group and len(a) == len(g))
+
+
+class _Recorder:
+    """Plan._kernel stand-in: records the SKU knobs and the argument list of each launch."""
+
+    def __init__(self, monkeypatch):
+        self.log = []
+        monkeypatch.setattr(bd.plan.Plan, "_kernel",
+                            lambda plan, t, knobs, dev: self._kernel(knobs))
+
+    def _kernel(self, knobs):
+        rec = self
+
+        class K:
+            @staticmethod
+            def launch(grid, args, stream):
+                rec.log.append((knobs, grid, list(args)))
+        return K
+
+
+_KIND = {"ptr": int, "i32": int, "i64": int, "f64": float}
+
+
+def _check_packed(knobs, args):
+    """``args`` fill the SKU's declared ABI: one value of the right kind per parameter."""
+    from baracuda_dsl.abi import ArgPack
+
+    abi = spec.kernel_params(knobs)
+    assert len(args) == len(abi), (knobs, len(args), len(abi))
+    for p, v in zip(abi, args):
+        assert type(v) is _KIND[p.kind], (knobs, p, v)
+    ArgPack(abi).set(args)
+
+
+def test_every_path_packs_its_declared_parameters(monkeypatch):
+    rec = _Recorder(monkeypatch)
+    f32, M, N = bd.float32, 64, 256
+    x, y, o = (_tv(a, (M, N), (N, 1)) for a in (0x100000, 0x200000, 0x300000))
+    xt = _tv(0x400000, (M, N), (1, M))
+    bias = _tv(0x500000, (N,), (1,))
+    calls = [
+        ("add", ((M, N), (M, N)), [x, y], (), "flat"),
+        ("add", ((M, N), None), [x, 2.5], (), "flat"),
+        ("softplus", ((M, N),), [x], (1.0, 20.0), "flat"),
+        ("add", ((M, N), (N,)), [x, bias], (), "v4"),
+        ("softplus", ((M, N),), [xt], (1.0, 20.0), "s4"),
+        ("clip", ((M, N), None, None), [xt, -1.0, 1.0], (), "s4"),
+    ]
+    for op, shapes, ins, params, path in calls:
+        p = ew.ElementwisePlan.select(ew.ElementwiseDescriptor(op, shapes, f32, params=params),
+                                      PREF)
+        p.run(ew.ElementwiseArgs(ins, [o]))
+        knobs, grid, args = rec.log[-1]
+        assert knobs.path == path, (op, knobs)
+        _check_packed(knobs, args)
+        n_at = knobs.spec.nout + knobs.spec.nin if path == "flat" else 7
+        assert args[n_at] == M * N
+    # a rank-5 transposed copy: the Int64 s8 path
+    shape, perm = (2, 3, 2, 3, 2), (1, 2, 6, 12, 36)
+    p = ew.ElementwisePlan.select(ew.ElementwiseDescriptor("copy", (shape,), f32), PREF)
+    p.run(ew.ElementwiseArgs([_tv(0x100000, shape, perm)],
+                             [_tv(0x200000, shape, (36, 12, 6, 2, 1))]))
+    assert rec.log[-1][0].path == "s8"
+    _check_packed(*rec.log[-1][::2])
+    # the scalar operands: input 1 of add in slot b (flat: 2 slots; s4: 4 slots)
+    p = ew.ElementwisePlan.select(ew.ElementwiseDescriptor("add", ((M, N), None), f32), PREF)
+    p.run(ew.ElementwiseArgs([x, 2.5], [o]))
+    assert rec.log[-1][2][4:11] == [0b10, 0.0, 2.5, 0.0, 0.0, 0, 0]
+    p.run(ew.ElementwiseArgs([xt, 2.5], [o]))
+    assert rec.log[-1][2][8:21] == [0b10, 0.0, 2.5] + [0.0] * 6 + [0] * 4
+
+
+def test_backward_plans_pack_their_declared_parameters(monkeypatch):
+    rec = _Recorder(monkeypatch)
+    x, w, dy, dx, dw = (_tv(a, (8, 32), (32, 1)) for a in (0x1000, 0x2000, 0x3000, 0x4000,
+                                                            0x5000))
+    p = fam.BinaryBackwardPlan.select(fam.ElementwiseBackwardDescriptor(
+        "multiply", ((8, 32), (8, 32)), "f32"), PREF)
+    p.run(fam.ElementwiseBackwardArgs(dy, [x, w], [dx, dw]))
+    knobs, _, args = rec.log[-1]
+    assert (knobs.op, knobs.path) == ("multiply_bw", "flat")
+    _check_packed(knobs, args)
+    assert args[:5] == [dx.ptr, dw.ptr, dy.ptr, x.ptr, w.ptr]
 
 
 # --------------------------------------------------------------------------- validation
@@ -228,6 +365,10 @@ def test_scalar_encoding_rounds_to_the_operand_dtype():
     assert sc.i[0] == -1  # bit pattern of the u64 in an i64 slot
     ew.encode_scalar(1 + 2j, bd.complex64, 3, sc)
     assert (sc.f[3], sc.g[3]) == (1.0, 2.0) and sc.mask == 0b1111
+    two = ew.ScalarOperands(2)
+    ew.encode_scalar(-3, bd.int64, 1, two)
+    assert two.values(2) == [0b10, 0.0, 0.0, 0.0, 0.0, 0, -3]
+    assert two.values(4) == [0b10] + [0.0] * 8 + [0, -3, 0, 0]
     with pytest.raises(OverflowError):
         ew.encode_scalar(300, bd.int8, 0, ew.ScalarOperands())
     with pytest.raises(InvalidProblemError):
@@ -237,25 +378,30 @@ def test_scalar_encoding_rounds_to_the_operand_dtype():
 
 
 # ----------------------------------------------------------------------- cross-compile
+_K = spec.ElementwiseKnobs
 _PICKS = [
-    dict(op="add", dtype="bf16", path="flat"),
-    dict(op="gelu_bw", dtype="f32", path="s4"),
-    dict(op="where", dtype="c64", path="flat"),
-    dict(op="floor_divide", dtype="i32", path="s4"),
-    dict(op="copy", dtype="f16", path="s8"),
+    _K("add", "bf16", "flat"),
+    _K("gelu_bw", "f32", "s4"),
+    _K("where", "c64", "flat"),
+    _K("floor_divide", "i32", "s4"),
+    _K("copy", "f16", "s8"),
+    _K("addcmul", "f32", "v4"),
+    _K("softplus", "f16", "flat"),
 ]
 
 
 @pytest.mark.parametrize("arch", [ArchSku.SM80, ArchSku.SM89, ArchSku.SM90A])
 def test_cross_compile_representative_skus(arch):
-    from baracuda_dsl.jit import freeze_knobs
+    """The compiler checks each SKU's declared parameters against its PTX entry: flat SKUs
+    take only what they read, the strided ones every slot."""
     from baracuda_dsl.jit.compiler import compile_sku
 
     picks = list(_PICKS)
     if arch is not ArchSku.SM80:
-        picks.append(dict(op="cast", dtype="f32", out="fp8e4m3", path="flat"))
+        picks.append(_K("cast", "f32", "flat", out="fp8e4m3"))
     for k in picks:
         fk = freeze_knobs(k)
         assert fk in spec.ELEMENTWISE.skus(arch.value)
         cubin, meta = compile_sku("elementwise", fk, arch)
         assert len(cubin) > 0 and meta["threads"] == spec.THREADS
+        assert [n for n, _ in meta["params"]] == [p.name for p in spec.kernel_params(k)]

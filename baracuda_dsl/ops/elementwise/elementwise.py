@@ -37,10 +37,8 @@ from ... import dtypes as _dt
 from ...dtypes import DType
 from ...errors import InvalidProblemError, UnsupportedError
 from ...jit import freeze_knobs
-from ...plan import (Plan, check_writable_no_overlap, collapse_dims, plan_arch, prod, resolve_pref,
-                     view_arg)
+from ...plan import Plan, check_writable_no_overlap, collapse_dims, prod, view_arg
 from ...runtime.memory import as_core_stream
-from ...runtime.stream import stream_handle
 from ...tensor import MAX_RANK, TensorView, check_shape, contiguous_strides
 from .specs import elementwise as spec
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
@@ -73,7 +71,9 @@ def broadcast_strides(shape, strides, out_shape) -> Tuple[int, ...]:
                  for i, n in enumerate(out_shape))
 
 
-def _precision(dt: DType) -> PrecisionGuarantee:
+def precision_of(dt: DType) -> PrecisionGuarantee:
+    """What an elementwise op on ``dt`` computes in: f32 for half types and fp8, f64 for f64,
+    the component type for complex, the integer type itself for integers and bool."""
     if dt.kind == "f" and dt.itemsize < 4 or dt.short.startswith("fp8"):
         math_dt = _dt.float32
     elif dt.kind == "c":
@@ -143,12 +143,23 @@ class ElementwiseArgs:
 
 
 class ScalarOperands:
-    """Kernel parameters of the scalar operands: smask, f[4], g[4], i[4]."""
+    """The kernel's ``scalars`` parameter group for ``n`` inputs: bit k of ``mask`` marks input
+    k as a Python scalar passed by value, held in ``f[k]`` (float / real part), ``g[k]``
+    (imaginary part) or ``i[k]`` (integer / bool bits)."""
 
     __slots__ = ("mask", "f", "g", "i")
 
-    def __init__(self):
-        self.mask, self.f, self.g, self.i = 0, [0.0] * 4, [0.0] * 4, [0] * 4
+    def __init__(self, n: int = len(spec.INPUTS)):
+        self.mask, self.f, self.g, self.i = 0, [0.0] * n, [0.0] * n, [0] * n
+
+    def values(self, slots: int) -> list:
+        """The group's values for a kernel with ``slots`` scalar-operand slots (≥ n; the
+        unused ones zero): ``mask, f[slots], g[slots], i[slots]``."""
+        pad = slots - len(self.f)
+        if not pad:
+            return [self.mask, *self.f, *self.g, *self.i]
+        zf = [0.0] * pad
+        return [self.mask, *self.f, *zf, *self.g, *zf, *self.i, *([0] * pad)]
 
 
 def encode_scalar(value, dt: DType, k: int, sc: ScalarOperands) -> None:
@@ -196,20 +207,27 @@ def round_to(v: float, dt: DType) -> float:
 
 
 # ================================================================================ the plan
+def check_family(who: str, op: str, ops: Optional[frozenset]) -> None:
+    """UnsupportedError naming the family's ops unless ``op`` is one of ``ops`` (None: every op
+    of the table)."""
+    if ops is not None and op not in ops:
+        raise UnsupportedError(f"{who}: op {op!r} is not in this family; wired: "
+                               f"{', '.join(sorted(ops))}")
+
+
 class ElementwisePlan(Plan):
     """Any op of the elementwise op table (see the module docstring for the kernel paths).
     Dtypes: per op (``wired_dtypes(op)``); casts: every pair of the 17 dtypes (fp8 needs
     sm89+).  No workspace; deterministic; outputs may alias inputs."""
 
+    descriptor = ElementwiseDescriptor
     category = OpCategory.ELEMENTWISE
+    #: the ops this plan accepts (None: every op of the table); the family plans narrow it
+    OPS: Optional[frozenset] = None
 
-    @classmethod
-    def select(cls, desc: ElementwiseDescriptor, pref=None) -> "ElementwisePlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, ElementwiseDescriptor):
-            raise InvalidProblemError(f"{cls.__name__}.select needs an ElementwiseDescriptor, "
-                                      f"got {type(desc).__name__}")
-        cls._check_op(desc)
+    def _plan(self) -> None:
+        desc = self.desc
+        check_family(type(self).__name__, desc.op, self.OPS)
         op = spec.OPS[desc.op]
         if len(desc.shapes) != op.nin:
             raise InvalidProblemError(f"{desc.op}: {op.nin} inputs expected, got "
@@ -234,36 +252,25 @@ class ElementwisePlan(Plan):
         out_shape = desc.out_shape
         if len(out_shape) > MAX_RANK:
             raise InvalidProblemError(f"{desc.op}: rank {len(out_shape)} > {MAX_RANK}")
-        arch = plan_arch(pref)
         out_short = desc.out_dtype.short if desc.out_dtype is not None else None
-        base = dict(op=desc.op, dtype=dt.short)
-        if out_short is not None:
-            base["out"] = out_short
-        if not spec.ELEMENTWISE.arch_ok is None and not spec.ELEMENTWISE.arch_ok(
-                dict(base, path="flat"), arch.value):
+        paths = spec.PATHS if desc.op == "cast" else spec.paths_of(desc.op, dt.short)
+        #: the knobs of each path's SKU (kept: the kernel memo is keyed by their identity)
+        self._knobs = {p: spec.ElementwiseKnobs(desc.op, dt.short, p, out_short) for p in paths}
+        flat = self._knobs["flat"]
+        if not spec.ELEMENTWISE.arch_ok(flat, self._arch.value):
             raise UnsupportedError(f"{desc.op}[{dt.name}→{out_short}] needs sm89 or newer "
-                                   f"(fp8 conversions); selected arch {arch.value}")
-        plan = cls(desc, pref, None)
-        plan._arch = arch
-        plan._op = op
-        plan._out_shape = out_shape
-        plan._n = prod(out_shape)
-        plan._in_dts = tuple(_BY_SHORT[s] for s in op.in_dtypes(dt.short))
-        plan._out_dts = tuple(_BY_SHORT[s] for s in op.out_dtypes(dt.short, out_short))
-        plan._knobs = {p: dict(base, path=p) for p in (
-            spec.PATHS if desc.op == "cast" else spec.paths_of(desc.op, dt.short))}
-        plan._vec = spec.vec_width(base)
-        plan._params = tuple(desc.params) + (0.0,) * (3 - len(desc.params))
-        plan._geo = {}  # call layout -> (path, argument tail, broadcast input strides)
-        plan._sku = KernelSku(cls.category, desc.op, dt, arch, BackendKind.CUTE_DSL,
-                              _precision(dt), aux_element=desc.out_dtype,
-                              template=spec.ELEMENTWISE.name,
-                              knobs=freeze_knobs(plan._knobs["flat"]))
-        return plan
-
-    @classmethod
-    def _check_op(cls, desc) -> None:
-        """Family subclasses restrict which ops they accept."""
+                                   f"(fp8 conversions); selected arch {self._arch.value}")
+        self._op = op
+        self._out_shape = out_shape
+        self._n = prod(out_shape)
+        self._in_dts = tuple(_BY_SHORT[s] for s in flat.in_dtypes)
+        self._out_dts = tuple(_BY_SHORT[s] for s in flat.out_dtypes)
+        self._vec = spec.vec_width(flat)
+        self._abi = {p: PathArguments(k, desc.params) for p, k in self._knobs.items()}
+        self._geo = {}  # call layout -> (path, extents + strides, broadcast input strides)
+        self._sku = KernelSku(self.category, desc.op, dt, self._arch, BackendKind.CUTE_DSL,
+                              precision_of(dt), aux_element=desc.out_dtype,
+                              template=spec.ELEMENTWISE.name, knobs=freeze_knobs(flat))
 
     def is_empty(self) -> bool:
         return self._n == 0
@@ -277,7 +284,8 @@ class ElementwisePlan(Plan):
         return self._out_dts
 
     # ----------------------------------------------------------------------- validation
-    def _views(self, args):
+    def _bind(self, args):
+        """(input views / Python scalars, output views, device) of checked Args."""
         d = self.desc
         if len(args.inputs) != len(d.shapes):
             raise InvalidProblemError(f"{d.op}: {len(d.shapes)} inputs expected, got "
@@ -308,16 +316,10 @@ class ElementwisePlan(Plan):
             outs.append(v)
         return ins, outs, dev
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
     # ----------------------------------------------------------------------------- run
-    def run(self, args, stream=None, workspace=None) -> None:
-        ins, outs, dev = self._views(args)
-        self.check_workspace(workspace)
-        if self._n == 0:
-            return
-        self._launch_views(ins, outs, dev, stream_handle(stream))
+    def _launch(self, bound, stream: int, ws) -> None:
+        ins, outs, dev = bound
+        self._launch_views(ins, outs, dev, stream)
 
     def _launch_views(self, ins, outs, dev: int, stream: int, fresh: bool = False) -> None:
         """Launch on validated views / scalars.  ``fresh``: the outputs are new allocations
@@ -327,28 +329,26 @@ class ElementwisePlan(Plan):
         geo = self._geo.get(key)
         if geo is None:
             geo = self._geo[key] = self._layout(ins, outs)
-        path, tail, in_str = geo
+        path, dims, in_str = geo
+        sc = None
         if any(type(x) is not TensorView for x in ins):
-            sc = ScalarOperands()
+            sc = ScalarOperands(len(ins))
             for k, x in enumerate(ins):
                 if type(x) is not TensorView:
                     encode_scalar(x, self._in_dts[k], k, sc)
-            scal = [sc.mask] + sc.f + sc.g + sc.i
-        else:
-            scal = _NO_SCALARS
         if fresh or not _hazard(ins, outs, in_str):
             if path is None and "s8" in self._knobs:
-                path, tail = "s8", self._params + _geometry8(self._out_shape, in_str,
-                                                              tuple(o.strides for o in outs))
+                path, dims = "s8", _geometry8(self._out_shape, in_str,
+                                              tuple(o.strides for o in outs))
             if path is not None:
-                self._launch(path, [o.ptr for o in outs],
-                             [x.ptr if type(x) is TensorView else 0 for x in ins], scal, tail,
-                             dev, stream)
+                self._launch_path(path, [o.ptr for o in outs],
+                                  [x.ptr if type(x) is TensorView else 0 for x in ins], sc, dims,
+                                  dev, stream)
                 return
-        self._launch_via_temporaries(ins, outs, in_str, scal, dev, stream)
+        self._launch_via_temporaries(ins, outs, in_str, sc, dev, stream)
 
     def _layout(self, ins, outs):
-        """(path or None, params + dims tail of the argument list, broadcast input strides)."""
+        """(path or None, its extents + strides, broadcast input strides) of one call layout."""
         shape = self._out_shape
         in_str = tuple(None if type(x) is not TensorView else
                        (x.strides if x.shape == shape else
@@ -358,15 +358,21 @@ class ElementwisePlan(Plan):
         path, dims = _geometry(shape, in_str, tuple(o.strides for o in outs), mods, self._vec,
                                tuple(d.itemsize for d in self._in_dts),
                                tuple(d.itemsize for d in self._out_dts), "v4" in self._knobs)
-        return path, (None if dims is None else self._params + dims), in_str
+        return path, dims, in_str
 
-    def _launch(self, path: str, out_ptrs, in_ptrs, scal, tail, dev: int, stream: int) -> None:
+    def _launch_path(self, path: str, out_ptrs, in_ptrs, sc, dims, dev: int,
+                     stream: int) -> None:
+        """Enqueue the ``path`` kernel.  Its arguments, in the spec's group order: outputs,
+        inputs, size, scalars (``sc``: ScalarOperands, None when every input is an array),
+        params, then ``dims`` (extents and strides; empty on the flat path)."""
         kern = self._kernel(spec.ELEMENTWISE, self._knobs[path], dev)
-        n = self._n
-        ptrs = out_ptrs + _PAD_OUT[len(out_ptrs)] + in_ptrs + _PAD_IN[len(in_ptrs)]
-        per = spec.THREADS * spec.ILP * (self._vec if path in ("flat", "v4") else 1)
-        ptrs.append(n)
-        kern.launch(((n + per - 1) // per, 1, 1), ptrs + scal + list(tail), stream)
+        a = self._abi[path]
+        args = out_ptrs + a.out_pad + in_ptrs + a.in_pad
+        args.append(self._n)
+        args += a.no_scalars if sc is None else sc.values(a.slots)
+        args += a.params
+        args += dims
+        kern.launch(((self._n + a.per_block - 1) // a.per_block, 1, 1), args, stream)
 
     def _launch_via_temporaries(self, ins, outs, in_str, sc, dev: int, stream: int) -> None:
         """Inputs the fast paths cannot read directly (strided beyond rank 4 or 2³¹, misaligned,
@@ -397,18 +403,17 @@ class ElementwisePlan(Plan):
                 strided_copy(TensorView._trusted(x.ptr, shape, in_str[k], x.dtype, dev, x), t,
                              stream)
                 in_ptrs.append(t.ptr)
-            flat_tail = self._params + _FLAT_DIMS
             if all(o.is_contiguous() and o.ptr % 16 == 0 for o in outs):
-                self._launch("flat", [o.ptr for o in outs], in_ptrs, sc, flat_tail, dev, stream)
+                self._launch_path("flat", [o.ptr for o in outs], in_ptrs, sc, (), dev, stream)
                 return
             dense_in = tuple(None if type(x) is not TensorView else dense for x in ins)
             if "s8" in self._knobs:
-                self._launch("s8", [o.ptr for o in outs], in_ptrs, sc, self._params + _geometry8(
+                self._launch_path("s8", [o.ptr for o in outs], in_ptrs, sc, _geometry8(
                     shape, dense_in, tuple(o.strides for o in outs)), dev, stream)
                 return
             for o in outs:
                 tmp_outs.append(temp(o.dtype))
-            self._launch("flat", [t.ptr for t in tmp_outs], in_ptrs, sc, flat_tail, dev, stream)
+            self._launch_path("flat", [t.ptr for t in tmp_outs], in_ptrs, sc, (), dev, stream)
             for o, t in zip(outs, tmp_outs):
                 copy_plan(shape, o.dtype, self._arch)._launch_views([t], [o], dev, stream)
         finally:
@@ -416,30 +421,49 @@ class ElementwisePlan(Plan):
                 b.close(stream=as_core_stream(stream, dev))
 
 
-_FLAT_DIMS = (1,) * 8 + (0,) * 56
-_NO_SCALARS = [0] + [0.0] * 8 + [0] * 4
-# zero pointers filling the unused output (3 - nout) and input (4 - nin) slots
-_PAD_OUT = {k: [0] * (3 - k) for k in range(4)}
-_PAD_IN = {k: [0] * (4 - k) for k in range(5)}
+class PathArguments:
+    """How a plan fills the parameters of one path's kernel, read off the spec's
+    :func:`~.specs.elementwise.param_groups`: zero pointers padding the op's outputs / inputs
+    to the kernel's slots, its scalar-operand ``slots`` (``no_scalars``: the scalars group when
+    every input is an array), the ``params`` group (the descriptor's, padded) and the elements
+    one block covers."""
+
+    __slots__ = ("out_pad", "in_pad", "slots", "no_scalars", "params", "per_block")
+
+    def __init__(self, knobs: spec.ElementwiseKnobs, params: Tuple[float, ...]):
+        outs, ins, _, _, prm, _, _ = spec.param_groups(knobs)
+        op = knobs.spec
+        self.out_pad = [0] * (len(outs) - op.nout)
+        self.in_pad = [0] * (len(ins) - op.nin)
+        self.slots = spec.scalar_slots(knobs)
+        self.no_scalars = ScalarOperands(self.slots).values(self.slots)
+        self.params = list(params) + [0.0] * (len(prm) - len(params))
+        vec = spec.vec_width(knobs) if knobs.path in ("flat", "v4") else 1
+        self.per_block = spec.THREADS * spec.ILP * vec
 
 
 def _geometry8(shape, in_str, out_str):
-    """The 64 dim scalars of the Int64 rank-≤8 ``s8`` path."""
+    """The extents + strides (64 scalars) of the Int64 rank-≤8 ``s8`` path."""
     sets = list(out_str) + [st for st in in_str if st is not None]
     collapsed = collapse_dims(shape, *sets)
     return _pack_dims(collapsed, in_str, len(out_str))
 
 
 def _pack_dims(collapsed, in_str, nout: int):
+    """The extents and strides groups of the strided paths: the collapsed extents (padded with
+    1 in front to STRIDED_RANK), then STRIDED_RANK strides per output slot and per input slot
+    (zeros for unused slots and scalar inputs)."""
+    rank = spec.STRIDED_RANK
     cshape = collapsed[0]
-    ext = (1,) * (8 - len(cshape)) + tuple(cshape)
+    ext = (1,) * (rank - len(cshape)) + tuple(cshape)
     cs = list(collapsed[1:])
-    outs = cs[:nout] + [()] * (3 - nout)
+    outs = cs[:nout] + [()] * (len(spec.OUTPUTS) - nout)
     it = iter(cs[nout:])
-    ins = [(() if st is None else next(it)) for st in in_str] + [()] * (4 - len(in_str))
+    ins = [(() if st is None else next(it)) for st in in_str]
+    ins += [()] * (len(spec.INPUTS) - len(in_str))
     strides = []
     for st in outs + ins:
-        strides += ([0] * (8 - len(st)) + list(st)) if st else [0] * 8
+        strides += [0] * (rank - len(st)) + list(st)
     return ext + tuple(strides)
 
 
@@ -471,8 +495,8 @@ def _hazard(ins, outs, in_str) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _geometry(shape, in_str, out_str, mods, vec: int, in_sz, out_sz, v4: bool = False):
-    """(path, 64 dim scalars) for one call layout, or (None, None) when only the temporaries
-    fallback can run it."""
+    """(path, its extents + strides: 64 scalars, none on the flat path) for one call layout,
+    or (None, None) when only the temporaries fallback can run it."""
     n = prod(shape)
     dense = contiguous_strides(shape)
     flat = all(st is None or st == dense or _dense_equiv(shape, st) for st in in_str) and all(
@@ -481,7 +505,7 @@ def _geometry(shape, in_str, out_str, mods, vec: int, in_sz, out_sz, v4: bool = 
         sizes = in_sz + out_sz
         flat = all(m is None or m % min(16, vec * sz) == 0 for m, sz in zip(mods, sizes))
     if flat:
-        return "flat", _FLAT_DIMS
+        return "flat", ()
     sets = list(out_str) + [st for st in in_str if st is not None]
     collapsed = collapse_dims(shape, *sets)
     cshape = collapsed[0]

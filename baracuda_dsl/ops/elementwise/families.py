@@ -34,15 +34,13 @@ from typing import Optional, Sequence, Tuple
 from ... import dtypes as _dt
 from ...dtypes import DType
 from ...errors import InvalidProblemError, UnsupportedError
-from ...plan import Plan, plan_arch, prod, resolve_pref
-from ...runtime.stream import stream_handle
+from ...plan import Plan, prod
 from ...tensor import TensorView, as_view, contiguous_strides
-from .specs import elementwise as spec
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PlanPreference
 from .elementwise import (ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan, broadcast_shapes,
-                          _precision)
+                          check_family, precision_of)
+from .specs import elementwise as spec
 
-_ALL = set(spec.OPS)
 UNARY_PARAM_OPS = frozenset(n for n, s in spec.OPS.items()
                             if s.nin == 1 and s.nparams and not n.endswith("_bw")
                             and n != "affine")
@@ -57,33 +55,36 @@ BINARY_OPS = frozenset(n for n, s in spec.OPS.items()
 TERNARY_OPS = frozenset(("clip", "lerp", "addcmul", "addcdiv", "fma"))
 
 
-def _family(name: str, ops: frozenset, doc: str):
-    """A plan class accepting only ``ops`` (UnsupportedError naming them otherwise)."""
-
-    def _check_op(cls, desc):
-        if desc.op not in ops:
-            raise UnsupportedError(f"{name}: op {desc.op!r} is not in this family; wired: "
-                                   f"{', '.join(sorted(ops))}")
-
-    return type(name, (ElementwisePlan,), {"_check_op": classmethod(_check_op), "__doc__": doc,
-                                           "OPS": ops})
+def family_plan(base: type, name: str, ops: frozenset, doc: str) -> type:
+    """A plan class ``name`` of ``base`` (ElementwisePlan, ElementwiseBackwardPlan) that accepts
+    only the ops ``ops`` (UnsupportedError naming them otherwise)."""
+    return type(name, (base,), {"OPS": ops, "__doc__": doc, "__module__": __name__,
+                                "__qualname__": name})
 
 
-UnaryPlan = _family("UnaryPlan", UNARY_OPS, "y = f(x) for the unary ops of the op table.")
-UnaryParamPlan = _family("UnaryParamPlan", UNARY_PARAM_OPS,
-                         "y = f(x; params) (softplus, hardtanh, elu, leaky_relu, ...).")
-BinaryPlan = _family("BinaryPlan", BINARY_OPS, "y = f(a, b) with broadcasting.")
-BinaryParamPlan = _family("BinaryParamPlan", frozenset(
+UnaryPlan = family_plan(ElementwisePlan, "UnaryPlan", UNARY_OPS,
+                        "y = f(x) for the unary ops of the op table.")
+UnaryParamPlan = family_plan(ElementwisePlan, "UnaryParamPlan", UNARY_PARAM_OPS,
+                             "y = f(x; params) (softplus, hardtanh, elu, leaky_relu, ...).")
+BinaryPlan = family_plan(ElementwisePlan, "BinaryPlan", BINARY_OPS,
+                         "y = f(a, b) with broadcasting.")
+BinaryParamPlan = family_plan(ElementwisePlan, "BinaryParamPlan", frozenset(
     n for n in BINARY_OPS if spec.OPS[n].nparams), "y = f(a, b; params).")
-BinaryCmpPlan = _family("BinaryCmpPlan", CMP_OPS, "y = a ⋈ b → bool, with broadcasting.")
-TernaryPlan = _family("TernaryPlan", TERNARY_OPS, "clip, lerp, addcmul, addcdiv, fma.")
-WherePlan = _family("WherePlan", frozenset({"where"}), "y = where(cond, a, b).")
-CastPlan = _family("CastPlan", frozenset({"cast", "copy"}), "y = x converted to out_dtype.")
-AffinePlan = _family("AffinePlan", frozenset({"affine"}), "y = alpha·x + beta (params).")
-GatedActivationPlan = _family("GatedActivationPlan", GATED_OPS,
-                              "glu(a,b)=a·σ(b); reglu=relu(a)·b; swiglu=silu(a)·b; "
-                              "geglu=gelu(a)·b.")
-PReluPlan = _family("PReluPlan", frozenset({"prelu"}), "y = x if x > 0 else w·x.")
+BinaryCmpPlan = family_plan(ElementwisePlan, "BinaryCmpPlan", CMP_OPS,
+                            "y = a ⋈ b → bool, with broadcasting.")
+TernaryPlan = family_plan(ElementwisePlan, "TernaryPlan", TERNARY_OPS,
+                          "clip, lerp, addcmul, addcdiv, fma.")
+WherePlan = family_plan(ElementwisePlan, "WherePlan", frozenset({"where"}),
+                        "y = where(cond, a, b).")
+CastPlan = family_plan(ElementwisePlan, "CastPlan", frozenset({"cast", "copy"}),
+                       "y = x converted to out_dtype.")
+AffinePlan = family_plan(ElementwisePlan, "AffinePlan", frozenset({"affine"}),
+                         "y = alpha·x + beta (params).")
+GatedActivationPlan = family_plan(ElementwisePlan, "GatedActivationPlan", GATED_OPS,
+                                  "glu(a,b)=a·σ(b); reglu=relu(a)·b; swiglu=silu(a)·b; "
+                                  "geglu=gelu(a)·b.")
+PReluPlan = family_plan(ElementwisePlan, "PReluPlan", frozenset({"prelu"}),
+                        "y = x if x > 0 else w·x.")
 
 
 # ================================================================================ backward
@@ -129,47 +130,40 @@ class ElementwiseBackwardPlan(Plan):
     then summed over the broadcast dims by ReduceToPlan (deterministic, f32/f64 accumulation).
     Temporaries come from the stream-ordered pool; no workspace."""
 
+    descriptor = ElementwiseBackwardDescriptor
     category = OpCategory.ELEMENTWISE
+    #: the forward ops whose gradients this plan accepts (None: every differentiable op)
+    OPS: Optional[frozenset] = None
 
-    @classmethod
-    def select(cls, desc: ElementwiseBackwardDescriptor, pref=None) -> "ElementwiseBackwardPlan":
-        pref = resolve_pref(pref)
-        if not isinstance(desc, ElementwiseBackwardDescriptor):
-            raise InvalidProblemError(f"{cls.__name__}.select needs an "
-                                      f"ElementwiseBackwardDescriptor")
-        cls._check_op(desc)
-        fw = spec.OPS[desc.op]
+    def _plan(self) -> None:
+        d = self.desc
+        check_family(type(self).__name__, d.op, None if self.OPS is None else frozenset(
+            o for o in self.OPS if spec.OPS[o].grad))
+        fw = spec.OPS[d.op]
         bw = spec.OPS[fw.grad]
-        if len(desc.shapes) != fw.nin:
-            raise InvalidProblemError(f"{desc.op}: {fw.nin} forward inputs expected")
-        if desc.dtype.short not in bw.dtypes:
-            raise UnsupportedError(f"{desc.op} backward: dtype {desc.dtype.name} is not wired; "
+        if len(d.shapes) != fw.nin:
+            raise InvalidProblemError(f"{d.op}: {fw.nin} forward inputs expected")
+        if d.dtype.short not in bw.dtypes:
+            raise UnsupportedError(f"{d.op} backward: dtype {d.dtype.name} is not wired; "
                                    f"wired: {', '.join(bw.dtypes)}")
-        arch = plan_arch(pref)
-        out_shape = desc.out_shape
-        plan = cls(desc, pref, None)
-        plan._arch = arch
-        plan._fw, plan._bw = fw, bw
-        plan._out_shape = out_shape
-        plan._n = prod(out_shape)
-        where = desc.op == "where"
+        out_shape = d.out_shape
+        self._out_shape = out_shape
+        self._n = prod(out_shape)
         # the backward kernel's inputs: dy then the forward inputs (where: dy, cond)
-        kshapes = (out_shape,) + ((desc.shapes[0],) if where else desc.shapes)
-        plan._inner = ElementwisePlan.select(
-            ElementwiseDescriptor(fw.grad, kshapes, desc.dtype, None, desc.params), pref)
-        plan._sku = KernelSku(cls.category, fw.grad, desc.dtype, arch, BackendKind.CUTE_DSL,
-                              _precision(desc.dtype), template=spec.ELEMENTWISE.name,
-                              knobs=plan._inner.sku().knobs)
-        return plan
-
-    @classmethod
-    def _check_op(cls, desc) -> None:
-        """Family subclasses restrict which ops they accept."""
+        kshapes = (out_shape,) + ((d.shapes[0],) if d.op == "where" else d.shapes)
+        self._inner = ElementwisePlan.select(
+            ElementwiseDescriptor(fw.grad, kshapes, d.dtype, None, d.params), self.pref)
+        self._sku = KernelSku(self.category, fw.grad, d.dtype, self._arch, BackendKind.CUTE_DSL,
+                              precision_of(d.dtype), template=spec.ELEMENTWISE.name,
+                              knobs=self._inner.sku().knobs)
 
     def is_empty(self) -> bool:
-        return self._n == 0
+        """Nothing to do: no broadcast element and no input element (an empty broadcast of a
+        non-empty input still zeroes that input's gradient)."""
+        return self._n == 0 and all(s is None or prod(s) == 0 for s in self.desc.shapes)
 
-    def _views(self, args):
+    def _bind(self, args):
+        """(dy, the forward inputs, the gradient views or None) of checked Args."""
         d = self.desc
         dy = as_view(args.dy)
         if dy.shape != self._out_shape or dy.dtype != d.dtype:
@@ -194,19 +188,14 @@ class ElementwiseBackwardPlan(Plan):
             grads.append(v)
         return dy, list(args.inputs), grads
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        dy, ins, grads = self._views(args)
-        self.check_workspace(workspace)
-        s = stream_handle(stream)
+    def _launch(self, bound, stream: int, ws) -> None:
+        dy, ins, grads = bound
         if self._n == 0:
             for g in grads:  # empty broadcast: gradients of non-empty inputs are zeros
                 if g is not None and g.numel:
-                    _zero(g, s)
+                    _zero(g, stream)
             return
-        from ...runtime.memory import allocate
+        from ...runtime.memory import allocate, as_core_stream
 
         d = self.desc
         dev = dy.device
@@ -221,21 +210,20 @@ class ElementwiseBackwardPlan(Plan):
                 if g is not None and shp == self._out_shape:
                     outs.append(g)
                     continue
-                b = allocate(self._n * d.dtype.itemsize, s, dev)
+                b = allocate(self._n * d.dtype.itemsize, stream, dev)
                 bufs.append(b)
                 t = TensorView._trusted(int(b.handle), self._out_shape, dense, d.dtype, dev, b)
                 outs.append(t)
                 if g is not None:
                     reduce.append((t, g))
-            self._inner.run(ElementwiseArgs(kin, outs), stream=s)
+            self._inner.run(ElementwiseArgs(kin, outs), stream=stream)
             for t, g in reduce:
-                _sum_to_shape(t, g, s, self._arch, bufs)
+                _sum_to_shape(t, g, stream, self._arch, bufs)
         finally:
-            from ...runtime.memory import as_core_stream
-
-            cs = as_core_stream(s, dev)
-            for b in bufs:
-                b.close(stream=cs)
+            if bufs:
+                cs = as_core_stream(stream, dev)
+                for b in bufs:
+                    b.close(stream=cs)
 
 
 def _zero(v: TensorView, stream: int) -> None:
@@ -268,24 +256,21 @@ def _sum_to_shape(full: TensorView, g: TensorView, stream: int, arch, bufs) -> N
     plan.run(ReduceArgs(full, g), stream, ws)
 
 
-def _bw_family(name: str, ops: frozenset):
-    def _check_op(cls, desc):
-        if desc.op not in ops:
-            raise UnsupportedError(f"{name}: op {desc.op!r} is not in this family; wired: "
-                                   f"{', '.join(sorted(o for o in ops if spec.OPS[o].grad))}")
-
-    return type(name, (ElementwiseBackwardPlan,), {"_check_op": classmethod(_check_op),
-                                                   "__doc__": f"Backward of {name[:-12]}."})
+def backward_plan(forward: type) -> type:
+    """The backward plan class of the forward family plan ``forward`` (same ops)."""
+    name = forward.__name__[:-len("Plan")] + "BackwardPlan"
+    return family_plan(ElementwiseBackwardPlan, name, forward.OPS,
+                       f"Backward of {forward.__name__}.")
 
 
-UnaryBackwardPlan = _bw_family("UnaryBackwardPlan", UNARY_OPS)
-UnaryParamBackwardPlan = _bw_family("UnaryParamBackwardPlan", UNARY_PARAM_OPS)
-BinaryBackwardPlan = _bw_family("BinaryBackwardPlan", BINARY_OPS)
-TernaryBackwardPlan = _bw_family("TernaryBackwardPlan", TERNARY_OPS)
-WhereBackwardPlan = _bw_family("WhereBackwardPlan", frozenset({"where"}))
-AffineBackwardPlan = _bw_family("AffineBackwardPlan", frozenset({"affine"}))
-GatedActivationBackwardPlan = _bw_family("GatedActivationBackwardPlan", GATED_OPS)
-PReluBackwardPlan = _bw_family("PReluBackwardPlan", frozenset({"prelu"}))
+UnaryBackwardPlan = backward_plan(UnaryPlan)
+UnaryParamBackwardPlan = backward_plan(UnaryParamPlan)
+BinaryBackwardPlan = backward_plan(BinaryPlan)
+TernaryBackwardPlan = backward_plan(TernaryPlan)
+WhereBackwardPlan = backward_plan(WherePlan)
+AffineBackwardPlan = backward_plan(AffinePlan)
+GatedActivationBackwardPlan = backward_plan(GatedActivationPlan)
+PReluBackwardPlan = backward_plan(PReluPlan)
 
 
 def cast_backward(dy, dx, stream=None) -> None:

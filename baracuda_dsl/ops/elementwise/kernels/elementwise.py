@@ -8,16 +8,23 @@ done element by element.  ``s4`` / ``s8`` paths: each thread handles ``ILP`` ele
 output index space, decomposed over the collapsed extents ``e[8-R..7]`` into per-operand offsets
 (strides in elements, any sign, 0 = broadcast); ``s4`` does that in Int32.  Bit ``k`` of
 ``smask`` makes input ``k`` a scalar taken from the parameters ``f/g/i`` instead of memory.
-"""
+
+The kernel takes one :class:`Group` per parameter group of the spec
+(:func:`~..specs.elementwise.param_groups`: outputs, inputs, size, scalars, params, extents,
+strides); a group the SKU does not take is passed as None."""
 
 from __future__ import annotations
+
+from typing import Optional
 
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Float64, Int32, Int64, const_expr
 
-from ..specs.elementwise import ILP, OPS, THREADS, vec_width
+from ..specs.elementwise import (ILP, MAX_PARAMS, OUTPUTS, STRIDED_RANK as RANK, THREADS,
+                                 ElementwiseKnobs, param_groups, scalar_slots, vec_width)
 from . import elementwise_ops as ew
+from .elementwise_bw import BACKWARD
 
 STORAGE = {"bool": cutlass.Uint8, "i8": cutlass.Int8, "i16": cutlass.Int16, "i32": cutlass.Int32,
            "i64": cutlass.Int64, "u8": cutlass.Uint8, "u16": cutlass.Uint16,
@@ -189,101 +196,110 @@ def store_elem(p, off, valid, s0, s1, W: cutlass.Constexpr):
             g1[0] = s1
 
 
-def build(knobs: dict):
-    spec = OPS[knobs["op"]]
-    dt = knobs["dtype"]
-    path = knobs["path"]
-    ins = spec.in_dtypes(dt)
-    outs = spec.out_dtypes(dt, knobs.get("out"))
+class Group(tuple):
+    """One parameter group of the kernel (:data:`~..specs.elementwise.GROUPS`): a tuple of DSL
+    pointers / scalars.  Its ``str`` is how the DSL names those members passed one by one
+    (joined by ``_``), so the kernel entry's mangled name, and with it the PTX, does not depend
+    on how the parameters are grouped."""
+
+    def __str__(self) -> str:
+        return "_".join(str(v).replace(" ", "") for v in self)
+
+
+def group(values) -> Optional[Group]:
+    """``values`` as a Group; None (a static argument: no parameters) when there are none."""
+    return Group(values) if values else None
+
+
+_EXAMPLE = {"i32": Int32(0), "i64": Int64(0), "f64": Float64(0.0)}
+
+
+def build(knobs: ElementwiseKnobs):
+    """The SKU's host launcher and example arguments for ``cute.compile``: the launcher takes
+    one :class:`Group` (or None) per parameter group of the spec, then the stream."""
+    spec = knobs.spec
+    dt = knobs.dtype
+    ins, outs = knobs.in_dtypes, knobs.out_dtypes
     NIN, NOUT = spec.nin, spec.nout
     kind, ct, bits = kind_of(dt)
     okind, oct_, _ = kind_of(outs[0])
-    fn = ew.FORWARD[spec.name] if spec.name in ew.FORWARD else __import__(
-        "baracuda_dsl.ops.elementwise.kernels.elementwise_bw", fromlist=["BACKWARD"]).BACKWARD[spec.name]
+    fn = ew.FORWARD[spec.name] if spec.name in ew.FORWARD else BACKWARD[spec.name]
     VEC = vec_width(knobs)
-    FLAT = path == "flat"
-    VGROUP = path == "v4"
-    UNIT = VEC if VGROUP else 1  # elements per thread-level unit on the strided paths
-    R = 8 if path == "s8" else 4
-    I = Int64 if path == "s8" else Int32
+    FLAT = knobs.path == "flat"
+    VGROUP = knobs.path == "v4"
+    UNIT = VEC if FLAT or VGROUP else 1  # elements per fragment column
+    R = RANK if knobs.path == "s8" else 4  # dims the index math walks
+    I = Int64 if knobs.path == "s8" else Int32
     pct = Float64 if ct is Float64 else Float32  # parameter compute type (floats)
+    win = [WORDS.get(d, 1) for d in ins]
+    wout = [WORDS.get(d, 1) for d in outs]
 
-    def formula(vals, p0, p1, p2):
-        cx = ew.Ctx(kind, ct, bits, [pct(p0), pct(p1), pct(p2)], okind, oct_, STORAGE[dt],
+    SLOTS = scalar_slots(knobs)
+
+    def scalar_operands(scalars):
+        """(smask, f, g, i) of the ``scalars`` group (f / g / i: one value per slot)."""
+        return (scalars[0],) + tuple(scalars[1 + q * SLOTS:1 + (q + 1) * SLOTS] for q in range(3))
+
+    def float_params(params):
+        """The ``params`` group padded with zeros to MAX_PARAMS (None: the SKU takes none)."""
+        given = [] if params is None else list(params)
+        return given + [0.0] * (MAX_PARAMS - len(given))
+
+    def apply(fin, j, e, prm, put):
+        """The op on element ``e`` of fragment column ``j``; ``put(k, words)`` takes output k."""
+        vals = [to_compute(ins[k], [fin[k][e * win[k] + w, j] for w in range(win[k])])
+                for k in range(NIN)]
+        cx = ew.Ctx(kind, ct, bits, [pct(p) for p in prm], okind, oct_, STORAGE[dt],
                     STORAGE[outs[0]])
-        return fn(cx, *vals)
+        res = fn(cx, *vals)
+        for k in range(NOUT):
+            put(k, from_compute(outs[k], res[k]))
+
+    def into(fout, j, e):
+        """A ``put`` writing output k's words into element ``e`` of its fragment column ``j``."""
+        def put(k, ws):
+            for w in range(wout[k]):
+                fout[k][e * wout[k] + w, j] = ws[w]
+        return put
+
+    def store_to(outputs, offsets, valid):
+        """A ``put`` storing output k's element at ``offsets[k]`` when ``valid``."""
+        return lambda k, ws: store_elem(outputs[k], Int64(offsets[k]), valid, ws[0],
+                                        ws[wout[k] - 1], wout[k])
 
     @cute.kernel
-    def kernel(o0: cute.Pointer, o1: cute.Pointer, o2: cute.Pointer, a: cute.Pointer,
-               b: cute.Pointer, c: cute.Pointer, d: cute.Pointer, n: Int64, smask: Int32,
-               fa: Float64, fb: Float64, fc: Float64, fd: Float64,
-               ga: Float64, gb: Float64, gc: Float64, gd: Float64,
-               ia: Int64, ib: Int64, ic: Int64, id_: Int64, p0: Float64, p1: Float64,
-               p2: Float64,
-               e0: Int64, e1: Int64, e2: Int64, e3: Int64, e4: Int64, e5: Int64, e6: Int64,
-               e7: Int64,
-               so00: Int64, so01: Int64, so02: Int64, so03: Int64, so04: Int64, so05: Int64,
-               so06: Int64, so07: Int64,
-               so10: Int64, so11: Int64, so12: Int64, so13: Int64, so14: Int64, so15: Int64,
-               so16: Int64, so17: Int64,
-               so20: Int64, so21: Int64, so22: Int64, so23: Int64, so24: Int64, so25: Int64,
-               so26: Int64, so27: Int64,
-               sa0: Int64, sa1: Int64, sa2: Int64, sa3: Int64, sa4: Int64, sa5: Int64,
-               sa6: Int64, sa7: Int64,
-               sb0: Int64, sb1: Int64, sb2: Int64, sb3: Int64, sb4: Int64, sb5: Int64,
-               sb6: Int64, sb7: Int64,
-               sc0: Int64, sc1: Int64, sc2: Int64, sc3: Int64, sc4: Int64, sc5: Int64,
-               sc6: Int64, sc7: Int64,
-               sd0: Int64, sd1: Int64, sd2: Int64, sd3: Int64, sd4: Int64, sd5: Int64,
-               sd6: Int64, sd7: Int64):
+    def kernel(outputs: Group, inputs: Group, size: Group, scalars: Group,
+               params: Optional[Group], extents: Optional[Group], strides: Optional[Group]):
         tidx, _, _ = cute.arch.thread_idx()
         bidx, _, _ = cute.arch.block_idx()
-        pin = [a, b, c, d]
-        pout = [o0, o1, o2]
-        sf = [fa, fb, fc, fd]
-        sg = [ga, gb, gc, gd]
-        si = [ia, ib, ic, id_]
-        # storage fragments: (words per element · VEC, ILP) per operand
-        fin = [cute.make_rmem_tensor(
-            cute.make_layout(((VEC if FLAT or VGROUP else 1) * WORDS.get(ins[k], 1), ILP)),
-            STORAGE[ins[k]]) for k in range(NIN)]
-        fout = [cute.make_rmem_tensor(
-            cute.make_layout(((VEC if FLAT or VGROUP else 1) * WORDS.get(outs[k], 1), ILP)),
-            STORAGE[outs[k]]) for k in range(NOUT)]
+        n = size[0]
+        smask, sf, sg, si = scalar_operands(scalars)
+        prm = float_params(params)
+        # storage fragments: (words per element · UNIT, ILP) per operand
+        fin = [cute.make_rmem_tensor(cute.make_layout((UNIT * win[k], ILP)), STORAGE[ins[k]])
+               for k in range(NIN)]
+        fout = [cute.make_rmem_tensor(cute.make_layout((UNIT * wout[k], ILP)), STORAGE[outs[k]])
+                for k in range(NOUT)]
         if const_expr(FLAT):
             base = (Int64(bidx) * ILP) * THREADS + Int64(tidx)
             for k in cutlass.range_constexpr(NIN):
-                W = WORDS.get(ins[k], 1)
+                W = win[k]
                 sw = from_compute(ins[k], scalar_value(ins[k], sf[k], sg[k], si[k]))
                 scal = ((smask >> k) & 1) != 0
                 for j in cutlass.range_constexpr(ILP):
-                    load_flat(pin[k], fin[k], j, (base + j * THREADS) * VEC, n, scal, sw[0],
+                    load_flat(inputs[k], fin[k], j, (base + j * THREADS) * VEC, n, scal, sw[0],
                               sw[W - 1], VEC, W)
             for j in cutlass.range_constexpr(ILP):
                 for e in cutlass.range_constexpr(VEC):
-                    vals = [to_compute(ins[k], [fin[k][e * WORDS.get(ins[k], 1) + w, j]
-                                                for w in range(WORDS.get(ins[k], 1))])
-                            for k in range(NIN)]
-                    res = formula(vals, p0, p1, p2)
-                    for k in cutlass.range_constexpr(NOUT):
-                        W = WORDS.get(outs[k], 1)
-                        ws = from_compute(outs[k], res[k])
-                        for w in cutlass.range_constexpr(W):
-                            fout[k][e * W + w, j] = ws[w]
+                    apply(fin, j, e, prm, into(fout, j, e))
             for k in cutlass.range_constexpr(NOUT):
                 for j in cutlass.range_constexpr(ILP):
-                    store_flat(pout[k], fout[k], j, (base + j * THREADS) * VEC, n, VEC,
-                               WORDS.get(outs[k], 1))
+                    store_flat(outputs[k], fout[k], j, (base + j * THREADS) * VEC, n, VEC,
+                               wout[k])
         else:
-            ext = [e0, e1, e2, e3, e4, e5, e6, e7]
-            sin_ = [[sa0, sa1, sa2, sa3, sa4, sa5, sa6, sa7],
-                    [sb0, sb1, sb2, sb3, sb4, sb5, sb6, sb7],
-                    [sc0, sc1, sc2, sc3, sc4, sc5, sc6, sc7],
-                    [sd0, sd1, sd2, sd3, sd4, sd5, sd6, sd7]]
-            sout = [[so00, so01, so02, so03, so04, so05, so06, so07],
-                    [so10, so11, so12, so13, so14, so15, so16, so17],
-                    [so20, so21, so22, so23, so24, so25, so26, so27]]
-            ex = [I(ext[8 - R + q]) for q in range(R)]
+            per_operand = [strides[q * RANK:(q + 1) * RANK] for q in range(len(strides) // RANK)]
+            sout, sin_ = per_operand[:len(OUTPUTS)], per_operand[len(OUTPUTS):]
+            ex = [I(extents[RANK - R + q]) for q in range(R)]
             base = I(bidx) * I(ILP * THREADS) + I(tidx)
             if const_expr(VGROUP):
                 # v4: thread-level unit = a group of VEC consecutive elements of one row
@@ -298,80 +314,50 @@ def build(knobs: dict):
                 if const_expr(VGROUP):
                     first = first * I(VEC)
                 coords = decompose(first, ex, I)
-                ooff.append([offset(coords, sout[k][8 - R:], I) for k in range(NOUT)])
+                ooff.append([offset(coords, sout[k][RANK - R:], I) for k in range(NOUT)])
                 for k in cutlass.range_constexpr(NIN):
-                    W = WORDS.get(ins[k], 1)
+                    W = win[k]
                     sw = from_compute(ins[k], scalar_value(ins[k], sf[k], sg[k], si[k]))
                     scal = ((smask >> k) & 1) != 0
-                    off = Int64(offset(coords, sin_[k][8 - R:], I))
+                    off = Int64(offset(coords, sin_[k][RANK - R:], I))
                     if const_expr(VGROUP):
-                        load_group(pin[k], fin[k], j, off, valid[j], sin_[k][7] == Int64(0),
-                                   scal, sw[0], sw[W - 1], VEC, W)
+                        inner0 = sin_[k][RANK - 1] == Int64(0)
+                        load_group(inputs[k], fin[k], j, off, valid[j], inner0, scal, sw[0],
+                                   sw[W - 1], VEC, W)
                     else:
-                        load_elem(pin[k], fin[k], j, off, valid[j], scal, sw[0], sw[W - 1], W)
+                        load_elem(inputs[k], fin[k], j, off, valid[j], scal, sw[0], sw[W - 1],
+                                  W)
             for j in cutlass.range_constexpr(ILP):
                 for e in cutlass.range_constexpr(UNIT):
-                    vals = [to_compute(ins[k], [fin[k][e * WORDS.get(ins[k], 1) + w, j]
-                                                for w in range(WORDS.get(ins[k], 1))])
-                            for k in range(NIN)]
-                    res = formula(vals, p0, p1, p2)
-                    for k in cutlass.range_constexpr(NOUT):
-                        W = WORDS.get(outs[k], 1)
-                        ws = from_compute(outs[k], res[k])
-                        if const_expr(VGROUP):
-                            for w in cutlass.range_constexpr(W):
-                                fout[k][e * W + w, j] = ws[w]
-                        else:
-                            store_elem(pout[k], Int64(ooff[j][k]), valid[j], ws[0], ws[W - 1],
-                                       W)
+                    if const_expr(VGROUP):
+                        apply(fin, j, e, prm, into(fout, j, e))
+                    else:
+                        apply(fin, j, e, prm, store_to(outputs, ooff[j], valid[j]))
                 if const_expr(VGROUP):
                     for k in cutlass.range_constexpr(NOUT):
-                        store_group(pout[k], fout[k], j, Int64(ooff[j][k]), valid[j], VEC,
-                                    WORDS.get(outs[k], 1))
+                        store_group(outputs[k], fout[k], j, Int64(ooff[j][k]), valid[j], VEC,
+                                    wout[k])
 
-    per_block = THREADS * ILP * (VEC if FLAT or VGROUP else 1)
+    per_block = THREADS * ILP * UNIT
 
     @cute.jit
-    def launch(o0: cute.Pointer, o1: cute.Pointer, o2: cute.Pointer, a: cute.Pointer,
-               b: cute.Pointer, c: cute.Pointer, d: cute.Pointer, n: Int64, smask: Int32,
-               fa: Float64, fb: Float64, fc: Float64, fd: Float64,
-               ga: Float64, gb: Float64, gc: Float64, gd: Float64,
-               ia: Int64, ib: Int64, ic: Int64, id_: Int64, p0: Float64, p1: Float64,
-               p2: Float64,
-               e0: Int64, e1: Int64, e2: Int64, e3: Int64, e4: Int64, e5: Int64, e6: Int64,
-               e7: Int64,
-               so00: Int64, so01: Int64, so02: Int64, so03: Int64, so04: Int64, so05: Int64,
-               so06: Int64, so07: Int64,
-               so10: Int64, so11: Int64, so12: Int64, so13: Int64, so14: Int64, so15: Int64,
-               so16: Int64, so17: Int64,
-               so20: Int64, so21: Int64, so22: Int64, so23: Int64, so24: Int64, so25: Int64,
-               so26: Int64, so27: Int64,
-               sa0: Int64, sa1: Int64, sa2: Int64, sa3: Int64, sa4: Int64, sa5: Int64,
-               sa6: Int64, sa7: Int64,
-               sb0: Int64, sb1: Int64, sb2: Int64, sb3: Int64, sb4: Int64, sb5: Int64,
-               sb6: Int64, sb7: Int64,
-               sc0: Int64, sc1: Int64, sc2: Int64, sc3: Int64, sc4: Int64, sc5: Int64,
-               sc6: Int64, sc7: Int64,
-               sd0: Int64, sd1: Int64, sd2: Int64, sd3: Int64, sd4: Int64, sd5: Int64,
-               sd6: Int64, sd7: Int64, stream):
-        kernel(o0, o1, o2, a, b, c, d, n, smask, fa, fb, fc, fd, ga, gb, gc, gd, ia, ib, ic,
-               id_, p0, p1, p2, e0, e1, e2, e3, e4, e5, e6, e7,
-               so00, so01, so02, so03, so04, so05, so06, so07,
-               so10, so11, so12, so13, so14, so15, so16, so17,
-               so20, so21, so22, so23, so24, so25, so26, so27,
-               sa0, sa1, sa2, sa3, sa4, sa5, sa6, sa7, sb0, sb1, sb2, sb3, sb4, sb5, sb6, sb7,
-               sc0, sc1, sc2, sc3, sc4, sc5, sc6, sc7, sd0, sd1, sd2, sd3, sd4, sd5, sd6,
-               sd7).launch(grid=[Int32((n + per_block - 1) // per_block), 1, 1],
-                           block=[THREADS, 1, 1], smem=0, stream=stream)
+    def launch(outputs: Group, inputs: Group, size: Group, scalars: Group,
+               params: Optional[Group], extents: Optional[Group], strides: Optional[Group],
+               stream):
+        kernel(outputs, inputs, size, scalars, params, extents, strides).launch(
+            grid=[Int32((size[0] + per_block - 1) // per_block), 1, 1], block=[THREADS, 1, 1],
+            smem=0, stream=stream)
 
     from cutlass.cute.runtime import make_fake_stream, make_ptr
 
-    def ptr(dts, k):
+    def pointer(dts, k):
+        """An example pointer to operand ``k`` of ``dts`` (bytes for unused slots)."""
         st = STORAGE[dts[k]] if k < len(dts) else cutlass.Uint8
-        return make_ptr(st, 16, cute.AddressSpace.gmem, assumed_align=16 if FLAT or VGROUP else (
-            STORAGE[dts[k]].width // 8 if k < len(dts) else 1))
+        return make_ptr(st, 16, cute.AddressSpace.gmem,
+                        assumed_align=16 if FLAT or VGROUP else st.width // 8)
 
-    args = ([ptr(outs, k) for k in range(3)] + [ptr(ins, k) for k in range(4)] +
-            [Int64(1), Int32(0)] + [Float64(0.0)] * 8 + [Int64(0)] * 4 + [Float64(0.0)] * 3 +
-            [Int64(1)] * 8 + [Int64(0)] * 56 + [make_fake_stream()])
-    return launch, args
+    out_ptrs, in_ptrs, *numbers = param_groups(knobs)
+    args = [group([pointer(outs, k) for k in range(len(out_ptrs))]),
+            group([pointer(ins, k) for k in range(len(in_ptrs))])]
+    args += [group([_EXAMPLE[p.kind] for p in g]) for g in numbers]
+    return launch, args + [make_fake_stream()]

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import math
 
-
-
 from . import elementwise_ops as ew
-from .elementwise_ops import M, _and, gelu, relu, sel, sigmoid, silu
+from .elementwise_ops import M, and_, gelu, relu, sel, sigmoid, silu
 
 _SQRT1_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
@@ -58,7 +56,7 @@ def _softplus_d(cx, x):
 def _inside(x, lo, hi):
     """1 where lo ≤ x ≤ hi, else 0 (compute type of x)."""
     t = type(x)
-    return sel(_and(x >= lo, x <= hi), t(1.0), t(0.0))
+    return sel(and_(x >= lo, x <= hi), t(1.0), t(0.0))
 
 
 def _step(cond, t):
@@ -68,7 +66,7 @@ def _step(cond, t):
 def _logit_d(cx, x):
     eps = cx.p[0]
     g = cx.c(1.0) / (x * (cx.c(1.0) - x))
-    out = _and(eps >= cx.c(0.0), ew._or(x < eps, x > cx.c(1.0) - eps))
+    out = and_(eps >= cx.c(0.0), ew.or_(x < eps, x > cx.c(1.0) - eps))
     return sel(out, cx.c(0.0), g)
 
 
@@ -111,11 +109,11 @@ BACKWARD = {
     "softplus_bw": _d(_softplus_d),
     "hardswish_bw": _d(lambda cx, x: sel(x < cx.c(-3.0), cx.c(0.0), sel(
         x > cx.c(3.0), cx.c(1.0), x / cx.c(3.0) + cx.c(0.5)))),
-    "hardsigmoid_bw": _d(lambda cx, x: sel(_and(x > cx.c(-3.0), x < cx.c(3.0)),
+    "hardsigmoid_bw": _d(lambda cx, x: sel(and_(x > cx.c(-3.0), x < cx.c(3.0)),
                                            cx.c(1.0 / 6.0), cx.c(0.0))),
-    "hardtanh_bw": _d(lambda cx, x: sel(_and(x > cx.p[0], x < cx.p[1]), cx.c(1.0),
+    "hardtanh_bw": _d(lambda cx, x: sel(and_(x > cx.p[0], x < cx.p[1]), cx.c(1.0),
                                         cx.c(0.0))),
-    "relu6_bw": _d(lambda cx, x: sel(_and(x > cx.c(0.0), x < cx.c(6.0)), cx.c(1.0),
+    "relu6_bw": _d(lambda cx, x: sel(and_(x > cx.c(0.0), x < cx.c(6.0)), cx.c(1.0),
                                      cx.c(0.0))),
     "elu_bw": _d(lambda cx, x: sel(x > cx.c(0.0), cx.c(1.0), cx.p[0] * M.exp(x))),
     "selu_bw": _d(lambda cx, x: cx.c(ew.SELU_SCALE) * sel(
@@ -176,5 +174,3 @@ BACKWARD = {
     # where: (dy, cond) -> (dx1, dx2)
     "where_bw": lambda cx, dy, c: (sel(c, dy, cx.c(0.0)), sel(c, cx.c(0.0), dy)),
 }
-
-

@@ -66,15 +66,18 @@ def nan_of(x):
     return type(x)(NAN)
 
 
-def _and(a, b):
+def and_(a, b):
+    """Boolean ``a and b`` of two DSL booleans (no Python short-circuit)."""
     return Boolean(cutlass.select_(a, b, Boolean(False)))
 
 
-def _or(a, b):
+def or_(a, b):
+    """Boolean ``a or b`` of two DSL booleans."""
     return Boolean(cutlass.select_(a, Boolean(True), b))
 
 
-def _not(a):
+def not_(a):
+    """Boolean ``not a`` of a DSL boolean."""
     return Boolean(cutlass.select_(a, Boolean(False), Boolean(True)))
 
 
@@ -140,8 +143,8 @@ def hypot(a, b):
     r = lo / sel(hi == t(0.0), t(1.0), hi)
     h = hi * M.sqrt(t(1.0) + r * r)
     h = sel(hi == t(0.0), t(0.0), h)
-    h = sel(_or(isnan(a), isnan(b)), nan_of(a), h)
-    return sel(_or(isinf(a), isinf(b)), t(INF), h)
+    h = sel(or_(isnan(a), isnan(b)), nan_of(a), h)
+    return sel(or_(isinf(a), isinf(b)), t(INF), h)
 
 
 def fdivmod(a, b):
@@ -149,7 +152,7 @@ def fdivmod(a, b):
     t = type(a)
     mod = M.rem(a, b)  # C fmod
     div = (a - mod) / b
-    fix = _and(mod != t(0.0), (b < t(0.0)) != (mod < t(0.0)))
+    fix = and_(mod != t(0.0), (b < t(0.0)) != (mod < t(0.0)))
     mod = sel(fix, mod + b, mod)
     div = sel(fix, div - t(1.0), div)
     fl = M.floor(div)
@@ -215,20 +218,20 @@ def nextafter(x, y, st):
     t = type(x)
     it = {16: cutlass.Int16, 32: cutlass.Int32, 64: cutlass.Int64}[st.width]
     bits = st(x).bitcast(it)
-    up = _or(_and(x < y, x >= t(0.0)), _and(x > y, x < t(0.0)))
+    up = or_(and_(x < y, x >= t(0.0)), and_(x > y, x < t(0.0)))
     nb = sel(up, bits + it(1), bits - it(1))
     r = t(nb.bitcast(st))
     tiny = t(it(1).bitcast(st))
     r = sel(x == t(0.0), M.copysign(tiny, y), r)  # 0 steps to the smallest subnormal toward y
     r = sel(x == y, y, r)
-    return sel(_or(isnan(x), isnan(y)), nan_of(x), r)
+    return sel(or_(isnan(x), isnan(y)), nan_of(x), r)
 
 
 def logaddexp(a, b):
     m = maximum(a, b)
     d = M.absf(a - b)
     r = m + M.log1p(M.exp(-d))
-    same_inf = _and(isinf(a), a == b)
+    same_inf = and_(isinf(a), a == b)
     return sel(same_inf, a, sel(isnan(d), m, r))  # NaN inputs: m is NaN
 
 
@@ -251,7 +254,7 @@ def erfinv(y):
         x = x - f / e
     x = M.copysign(x, y)
     x = sel(ay == t(1.0), M.copysign(t(INF), y), x)
-    return sel(_or(ay > t(1.0), isnan(y)), nan_of(y), x)
+    return sel(or_(ay > t(1.0), isnan(y)), nan_of(y), x)
 
 
 _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
@@ -276,7 +279,7 @@ def lgamma(x):
     s = M.absf(M.sin(t(math.pi) * x))
     refl = t(math.log(math.pi)) - M.log(s) - pos
     r = sel(x < t(0.5), refl, pos)
-    pole = _and(x <= t(0.0), M.floor(x) == x)
+    pole = and_(x <= t(0.0), M.floor(x) == x)
     r = sel(pole, t(INF), r)
     r = sel(x == t(1.0), t(0.0), sel(x == t(2.0), t(0.0), r))
     return sel(isinf(x), t(INF), sel(isnan(x), x, r))
@@ -306,7 +309,7 @@ def digamma(x):
     refl = psi - t(math.pi) / M.tan(t(math.pi) * x)
     r = sel(neg, refl, psi)
     r = sel(x == t(0.0), M.copysign(t(INF), -x), r)
-    pole = _and(x < t(0.0), M.floor(x) == x)
+    pole = and_(x < t(0.0), M.floor(x) == x)
     r = sel(pole, nan_of(x), r)
     return sel(x == t(INF), x, r)
 
@@ -341,7 +344,7 @@ def cdiv(a, b):
     r2 = b[0] / sel(b[1] == t(0.0), t(1.0), b[1])
     d2 = b[0] * r2 + b[1]
     x2 = ((a[0] * r2 + a[1]) / d2, (a[1] * r2 - a[0]) / d2)
-    both_zero = _and(b[0] == t(0.0), b[1] == t(0.0))
+    both_zero = and_(b[0] == t(0.0), b[1] == t(0.0))
     x0 = (a[0] / b[0], a[1] / b[0])  # 0 divisor: IEEE inf/nan per component
     return sel(both_zero, x0, sel(big, x1, x2))
 
@@ -486,9 +489,9 @@ def cpow(a, b):
     t = type(a[0])
     l = clog(a)
     r = cexp(cmul(b, l))
-    a0 = _and(a[0] == t(0.0), a[1] == t(0.0))
-    b0 = _and(b[0] == t(0.0), b[1] == t(0.0))
-    r = sel(_and(a0, b[0] > t(0.0)), (t(0.0), t(0.0)), r)
+    a0 = and_(a[0] == t(0.0), a[1] == t(0.0))
+    b0 = and_(b[0] == t(0.0), b[1] == t(0.0))
+    r = sel(and_(a0, b[0] > t(0.0)), (t(0.0), t(0.0)), r)
     return sel(b0, (t(1.0), t(0.0)), r)
 
 
@@ -541,33 +544,22 @@ def _cplx_or_real(real_fn, cplx_fn):
     return lambda cx, x: (cplx_fn(x),) if cx.kind == "c" else (real_fn(x),)
 
 
-def _isnan(cx, x):
-    if cx.kind == "c":
-        return (_or(isnan(x[0]), isnan(x[1])),)
-    if cx.kind == "f":
-        return (isnan(x),)
-    return (Boolean(False),)
-
-
-def _isinf(cx, x):
-    if cx.kind == "c":
-        return (_or(isinf(x[0]), isinf(x[1])),)
-    if cx.kind == "f":
-        return (isinf(x),)
-    return (Boolean(False),)
-
-
-def _isfinite(cx, x):
-    if cx.kind == "c":
-        return (_and(isfinite(x[0]), isfinite(x[1])),)
-    if cx.kind == "f":
-        return (isfinite(x),)
-    return (Boolean(True),)
+def _classify(test, every: bool):
+    """A classification op (isnan, isinf: ``every`` False; isfinite: True): ``test`` on floats;
+    on complex ``test`` of both parts, combined with and_ (``every``) or or_; integers and bool
+    are finite, never NaN or infinite (the constant ``every``)."""
+    def f(cx, x):
+        if cx.kind == "c":
+            return ((and_ if every else or_)(test(x[0]), test(x[1])),)
+        if cx.kind == "f":
+            return (test(x),)
+        return (Boolean(every),)
+    return f
 
 
 def _bitwise_invert(cx, x):
     if cx.kind == "b":
-        return (_not(x),)
+        return (not_(x),)
     return (x ^ cx.ct(-1 if cx.kind == "i" else (1 << cx.bits) - 1),)
 
 
@@ -627,9 +619,9 @@ def _bitwise(opname):
     def f(cx, a, b):
         if cx.kind == "b":
             if opname == "and":
-                return (_and(a, b),)
+                return (and_(a, b),)
             if opname == "or":
-                return (_or(a, b),)
+                return (or_(a, b),)
             return (a != b,)
         if opname == "and":
             return (a & b,)
@@ -644,7 +636,7 @@ def _shift(left: bool):
         t = cx.ct
         big = b >= t(cx.bits)
         if cx.kind == "i":
-            big = _or(big, b < t(0))
+            big = or_(big, b < t(0))
         sb = sel(big, t(0), b)
         if left:
             return (sel(big, t(0), a << sb),)
@@ -657,13 +649,13 @@ def _shift(left: bool):
 
 def _eq(cx, a, b):
     if cx.kind == "c":
-        return (_and(a[0] == b[0], a[1] == b[1]),)
+        return (and_(a[0] == b[0], a[1] == b[1]),)
     return (a == b,)
 
 
 def _ne(cx, a, b):
     if cx.kind == "c":
-        return (_or(a[0] != b[0], a[1] != b[1]),)
+        return (or_(a[0] != b[0], a[1] != b[1]),)
     return (a != b,)
 
 
@@ -704,10 +696,11 @@ FORWARD = {
     "sqrt": _cplx_or_real(M.sqrt, csqrt),
     "conj": lambda cx, x: ((x[0], -x[1]),),
     "real": lambda cx, x: (x[0],), "imag": lambda cx, x: (x[1],),
-    "isnan": _isnan, "isinf": _isinf, "isfinite": _isfinite,
+    "isnan": _classify(isnan, False), "isinf": _classify(isinf, False),
+    "isfinite": _classify(isfinite, True),
     "signbit": lambda cx, x: (M.copysign(cx.c(1.0), x) < cx.c(0.0),),
     "round": _f("roundeven"),
-    "bitwise_invert": _bitwise_invert, "logical_not": lambda cx, x: (_not(x),),
+    "bitwise_invert": _bitwise_invert, "logical_not": lambda cx, x: (not_(x),),
     "copy": _copy,
     "add": _add, "subtract": _sub, "multiply": _mul, "divide": _div, "pow": _pow,
     "atan2": lambda cx, a, b: (M.atan2(a, b),),
@@ -723,7 +716,7 @@ FORWARD = {
     "equal": _eq, "not_equal": _ne,
     "greater": lambda cx, a, b: (a > b,), "greater_equal": lambda cx, a, b: (a >= b,),
     "less": lambda cx, a, b: (a < b,), "less_equal": lambda cx, a, b: (a <= b,),
-    "logical_and": lambda cx, a, b: (_and(a, b),), "logical_or": lambda cx, a, b: (_or(a, b),),
+    "logical_and": lambda cx, a, b: (and_(a, b),), "logical_or": lambda cx, a, b: (or_(a, b),),
     "logical_xor": lambda cx, a, b: (a != b,),
     "clip": _clip, "where": _where,
     # ML extensions (floating only)
@@ -791,7 +784,7 @@ def cast(cx, x):
         if dst == "c":
             return ((ot(x[0]), ot(x[1])),)
         if dst == "b":
-            return (_or(x[0] != cx.c(0.0), x[1] != cx.c(0.0)),)
+            return (or_(x[0] != cx.c(0.0), x[1] != cx.c(0.0)),)
         x = x[0]
         src = "f"
     if dst == "b":

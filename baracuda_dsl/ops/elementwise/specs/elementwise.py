@@ -23,10 +23,11 @@ compute in f32, f64 in f64, integers in their own width (wrapping), complex as (
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from ....jit import KernelTemplate, LaunchGeometry, params, register
+from ....jit import KernelTemplate, LaunchGeometry, Param, params, register
 
 THREADS = 256
 ILP = 4  # flat: 16-byte vectors per thread; strided: elements per thread
@@ -190,11 +191,33 @@ def backward_of(name: str) -> Optional[OpSpec]:
 
 
 # ------------------------------------------------------------------------ the template
-def vec_width(knobs: dict) -> int:
+@dataclass(frozen=True)
+class ElementwiseKnobs:
+    """One SKU of the elementwise template: ``op`` (a name of :data:`OPS`), the value ``dtype``
+    (short name), the kernel ``path`` (``flat``, ``s4``, ``v4``, ``s8``: see the module
+    docstring) and, for casts only, the ``out`` dtype (None: the op's own output rule)."""
+
+    op: str
+    dtype: str
+    path: str
+    out: Optional[str] = None
+
+    @property
+    def spec(self) -> OpSpec:
+        return OPS[self.op]
+
+    @property
+    def in_dtypes(self) -> Tuple[str, ...]:
+        return self.spec.in_dtypes(self.dtype)
+
+    @property
+    def out_dtypes(self) -> Tuple[str, ...]:
+        return self.spec.out_dtypes(self.dtype, self.out)
+
+
+def vec_width(knobs: ElementwiseKnobs) -> int:
     """Elements per 16-byte vector on the flat path: 16 / the widest operand's itemsize."""
-    spec = OPS[knobs["op"]]
-    dts = spec.in_dtypes(knobs["dtype"]) + spec.out_dtypes(knobs["dtype"], knobs.get("out"))
-    return max(1, 16 // max(ITEMSIZE[d] for d in dts))
+    return max(1, 16 // max(ITEMSIZE[d] for d in knobs.in_dtypes + knobs.out_dtypes))
 
 
 #: ops that also get the ``v4`` path (floating dtypes): the ones commonly broadcast along the
@@ -219,33 +242,81 @@ def _space():
         if spec.name == "cast":
             for path in PATHS:
                 for a, b in cast_pairs():
-                    yield dict(op="cast", dtype=a, out=b, path=path)
+                    yield ElementwiseKnobs("cast", a, path, out=b)
             continue
         for dt in spec.dtypes:
             for path in paths_of(spec.name, dt):
-                yield dict(op=spec.name, dtype=dt, path=path)
+                yield ElementwiseKnobs(spec.name, dt, path)
 
 
-def _arch_ok(knobs: dict, arch: str) -> bool:
+def _arch_ok(knobs: ElementwiseKnobs, arch: str) -> bool:
     # fp8 conversions need the sm89+ cvt instructions
-    if arch == "sm80" and (knobs["dtype"] in FP8 or knobs.get("out") in FP8):
-        return False
-    return True
+    return not (arch == "sm80" and (knobs.dtype in FP8 or knobs.out in FP8))
 
 
-_PTRS = "o0:ptr o1:ptr o2:ptr a:ptr b:ptr c:ptr d:ptr"
-_SCAL = ("n:i64 smask:i32 fa:f64 fb:f64 fc:f64 fd:f64 ga:f64 gb:f64 gc:f64 gd:f64 "
-         "ia:i64 ib:i64 ic:i64 id:i64 p0:f64 p1:f64 p2:f64")
-OPERANDS = ("o0", "o1", "o2", "a", "b", "c", "d")
-_STRIDES = " ".join(f"{p}{i}:i64" for p in ("so0", "so1", "so2", "sa", "sb", "sc", "sd")
-                    for i in range(8))
+# ------------------------------------------------------------------- kernel parameters
+#: the kernel's parameters, in ABI order: each is one group of scalars (a tuple in the kernel,
+#: one block of the plan's argument list)
+GROUPS = ("outputs", "inputs", "size", "scalars", "params", "extents", "strides")
+OUTPUTS = ("o0", "o1", "o2")          # output pointer slots
+INPUTS = ("a", "b", "c", "d")         # input pointer slots (and scalar-operand slots)
+MAX_PARAMS = 3                        # float parameter slots (p0..p2)
+STRIDED_RANK = 8                      # extents / strides per operand of the strided paths
+
+
+@functools.lru_cache(maxsize=None)
+def param_groups(knobs: ElementwiseKnobs) -> Tuple[Tuple[Param, ...], ...]:
+    """The Params of each kernel parameter group of one SKU, in :data:`GROUPS` order (an empty
+    tuple: the SKU does not take that group).
+
+    ``outputs`` / ``inputs``  one pointer per output / input slot (a scalar input's pointer
+                              is unused: 0)
+    ``size``                  ``n``: the element count
+    ``scalars``               ``smask`` (bit k: input k is a scalar passed by value), then per
+                              input slot its float / real part ``f``, imaginary part ``g``
+                              and integer / bool value ``i`` (:class:`ScalarOperands` order)
+    ``params``                the op's float parameters ``p0..``
+    ``extents``               the collapsed extents, rank 8 (innermost last, padded with 1)
+    ``strides``               8 strides (elements) per output slot, then per input slot
+
+    The strided paths (``s4``, ``v4``, ``s8``) take every slot whatever the op uses (3 outputs,
+    4 inputs, 3 parameters, rank 8: 88 parameters).  The ``flat`` path takes only what it
+    reads: the op's outputs, inputs and parameters, no extents and no strides.
+    """
+    spec = knobs.spec
+    if knobs.path == "flat":
+        outs, ins, npar, rank = OUTPUTS[:spec.nout], INPUTS[:spec.nin], spec.nparams, 0
+    else:
+        outs, ins, npar, rank = OUTPUTS, INPUTS, MAX_PARAMS, STRIDED_RANK
+    return (
+        params(" ".join(f"{o}:ptr" for o in outs)),
+        params(" ".join(f"{x}:ptr" for x in ins)),
+        params("n:i64"),
+        params("smask:i32 " + " ".join(f"{part}{x}:{kind}" for part, kind in
+                                       (("f", "f64"), ("g", "f64"), ("i", "i64")) for x in ins)),
+        params(" ".join(f"p{i}:f64" for i in range(npar))),
+        params(" ".join(f"e{i}:i64" for i in range(rank))),
+        params(" ".join(f"s{x}{i}:i64" for x in outs + ins for i in range(rank))),
+    )
+
+
+def scalar_slots(knobs: ElementwiseKnobs) -> int:
+    """Input slots of the SKU's ``scalars`` group (after ``smask``: f, g, i per slot)."""
+    return (len(param_groups(knobs)[GROUPS.index("scalars")]) - 1) // 3
+
+
+def kernel_params(knobs: ElementwiseKnobs) -> Tuple[Param, ...]:
+    """The kernel entry's parameter ABI of one SKU: its :func:`param_groups`, in order."""
+    return tuple(p for group in param_groups(knobs) for p in group)
+
 
 ELEMENTWISE = register(KernelTemplate(
     name="elementwise",
     family="elementwise",
     module="baracuda_dsl.ops.elementwise.kernels.elementwise",
-    params=params(f"{_PTRS} {_SCAL} " + " ".join(f"e{i}:i64" for i in range(8)) + " " + _STRIDES),
+    params=kernel_params,
     space=_space,
     geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=0),
+    knobs=ElementwiseKnobs,
     arch_ok=_arch_ok,
 ))
