@@ -33,12 +33,13 @@ from typing import Optional
 
 from ...dtypes import DType, dtype as as_dtype, float32, int32, int64
 from ...errors import InvalidProblemError, UnsupportedError
-from ...plan import check_dtype, check_select, view_arg
+from ...plan import Plan, check_dtype, view_arg
+from ...vocabulary import OpCategory
+from ..indexing.indexing import IndexSelectArgs, IndexSelectDescriptor, IndexSelectPlan
+from .pipeline import (MAX_ROWS, MAX_SEGMENTS, SegmentPipeline, acc_dtype, check_count,
+                       check_flag, check_out, dense_argmax_view, reduce_knobs, rows_cols,
+                       segment_sku, status_view)
 from .specs import segment as spec
-from ...vocabulary import BackendKind, KernelSku, OpCategory
-from .segment import (_MAX_N, _MAX_SEG, _SegBase, _count, _flag, _pg, acc_dtype, check_out,
-                      reduce_knobs)
-from .segment import rows_cols, status_view
 
 _FLOATS = tuple(as_dtype(s) for s in spec.FLOAT_DTYPES)
 
@@ -52,19 +53,12 @@ def _norm_pad(pad, V: int, what: str) -> Optional[int]:
     return pad % V
 
 
-def _sku(plan, op, dt, ix, template, knobs):
-    from ...jit import freeze_knobs
-
-    return KernelSku(OpCategory.EMBEDDING, op, dt, plan._arch, BackendKind.CUTE_DSL, _pg(dt),
-                     aux_element=ix, template=template, knobs=freeze_knobs(knobs))
-
-
 def _reduce_sku(plan, op: str, reduce: str, index: str):
     """The segment_reduce SKU of ``plan`` (``desc.dtype`` / ``desc.index`` / ``desc.dim``) for
     the ``reduce`` op over ``index``-typed keys."""
     d = plan.desc
-    return _sku(plan, op, d.dtype, d.index, spec.SEGMENT_REDUCE.name,
-                reduce_knobs(reduce, d.dtype, d.dim, index))
+    return segment_sku(plan, OpCategory.EMBEDDING, op, spec.SEGMENT_REDUCE,
+                       reduce_knobs(reduce, d.dtype, d.dim, index))
 
 
 def _dweight_view(d, args, dev: int):
@@ -75,23 +69,8 @@ def _dweight_view(d, args, dev: int):
     return dw
 
 
-class _EmbeddingBase(_SegBase):
-    """Shared select / run path: ``_begin_select`` opens ``select``; ``run`` checks the Args
-    (``_views``) and the workspace, then calls ``_run_views(*views, ws=..., st=...)``."""
-
-    @classmethod
-    def _begin_select(cls, desc, pref, desc_type):
-        pref = check_select(desc, pref, desc_type, cls.__name__, "an")
-        plan = cls(desc, pref, None)
-        plan._setup(pref)
-        return plan
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        views = self._views(args)
-        ws, st = self._begin2(None, stream, workspace)
-        if self.is_empty():
-            return
-        self._run_views(*views, ws=ws, st=st)
+class _EmbeddingBase(SegmentPipeline):
+    """Shared helpers of the embedding backward / bag plans."""
 
     def _stage_weights(self, p, tmp, acc: DType, st: int) -> None:
         """Copy (or cast) the per-sample weights ``p`` into the ``acc``-typed ``tmp``."""
@@ -115,9 +94,9 @@ class EmbeddingDescriptor:
     padding_idx: Optional[int] = None
 
     def __post_init__(self):
-        _count(self.num_embeddings, "num_embeddings", "Embedding", _MAX_SEG)
-        _count(self.dim, "dim", "Embedding")
-        _count(self.n_tokens, "n_tokens", "Embedding", _MAX_N)
+        check_count(self.num_embeddings, "num_embeddings", "Embedding", MAX_SEGMENTS)
+        check_count(self.dim, "dim", "Embedding")
+        check_count(self.n_tokens, "n_tokens", "Embedding", MAX_ROWS)
         object.__setattr__(self, "dtype", check_dtype(self.dtype, _FLOATS, "Embedding"))
         object.__setattr__(self, "index", check_dtype(self.index, (int32, int64),
                                                       "Embedding index"))
@@ -135,41 +114,26 @@ class EmbeddingArgs:
     status: object = None
 
 
-class EmbeddingPlan:
-    """out[t] = weight[ids[t]] via IndexSelectPlan (bad ids → zero row, status 1)."""
+class EmbeddingPlan(Plan):
+    """out[t] = weight[ids[t]]: an IndexSelectPlan along axis 0 of the weight (bad ids → zero
+    row, status 1); no workspace; deterministic."""
 
-    def __init__(self, desc, inner):
-        self.desc = desc
-        self._inner = inner
+    descriptor = EmbeddingDescriptor
 
-    @classmethod
-    def select(cls, desc: EmbeddingDescriptor, pref=None) -> "EmbeddingPlan":
-        from ..indexing.indexing import IndexSelectDescriptor, IndexSelectPlan
+    def _plan(self) -> None:
+        d = self.desc
+        self._inner = IndexSelectPlan.select(IndexSelectDescriptor(
+            (d.num_embeddings, d.dim), 0, d.n_tokens, d.dtype, d.index), self.pref)
+        self._sku = self._inner.sku()
 
-        pref = check_select(desc, pref, EmbeddingDescriptor, "EmbeddingPlan", "an")
-        inner = IndexSelectPlan.select(IndexSelectDescriptor(
-            (desc.num_embeddings, desc.dim), 0, desc.n_tokens, desc.dtype, desc.index), pref)
-        return cls(desc, inner)
+    def is_empty(self) -> bool:
+        return self._inner.is_empty()
 
-    def _args(self, args):
-        from ..indexing.indexing import IndexSelectArgs
+    def _bind(self, args):
+        return self._inner._bind(IndexSelectArgs(args.weight, args.ids, args.out, args.status))
 
-        return IndexSelectArgs(args.weight, args.ids, args.out, getattr(args, "status", None))
-
-    def workspace_size(self) -> int:
-        return self._inner.workspace_size()
-
-    def can_implement(self, args) -> None:
-        self._inner.can_implement(self._args(args))
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        self._inner.run(self._args(args), stream, workspace)
-
-    def sku(self):
-        return self._inner.sku()
-
-    def precision_guarantee(self):
-        return self._inner.precision_guarantee()
+    def _launch(self, bound, stream: int, ws) -> None:
+        self._inner._launch(bound, stream, ws)
 
 
 @dataclass
@@ -185,26 +149,27 @@ class EmbeddingBackwardArgs:
 class EmbeddingBackwardPlan(_EmbeddingBase):
     """dweight = dense Σ of dy rows per id (see the module doc)."""
 
-    @classmethod
-    def select(cls, desc: EmbeddingDescriptor, pref=None) -> "EmbeddingBackwardPlan":
-        plan = cls._begin_select(desc, pref, EmbeddingDescriptor)
-        plan._pipeline_slots(desc.n_tokens, desc.num_embeddings, True)
-        plan._ws = plan._off + plan._sub_size()
-        plan._sku = _reduce_sku(plan, "embedding_bw", "sum", "i64")
-        return plan
+    descriptor = EmbeddingDescriptor
+
+    def _plan(self) -> None:
+        d = self.desc
+        self._pipeline_slots(d.n_tokens, d.num_embeddings, True)
+        self._finish_workspace()
+        self._sku = _reduce_sku(self, "embedding_bw", "sum", "i64")
 
     def is_empty(self) -> bool:
         return self.desc.num_embeddings * self.desc.dim == 0
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         ids = view_arg(args.ids, "ids", shape=(d.n_tokens,), dtype=d.index)
         dev = ids.device
         dy = view_arg(args.dy, "dy", shape=(d.n_tokens, d.dim), dtype=d.dtype, device=dev)
         dw = _dweight_view(d, args, dev)
-        return dy, ids, dw, status_view(getattr(args, "status", None), dev)
+        return dy, ids, dw, status_view(args.status, dev)
 
-    def _run_views(self, dy, ids, dw, status, ws, st) -> None:
+    def _launch(self, bound, st: int, ws) -> None:
+        dy, ids, dw, status = bound
         d = self.desc
         n, V = d.n_tokens, d.num_embeddings
         keys = self._run_keys(ids, n, V, status, ws, st)
@@ -243,10 +208,10 @@ class EmbeddingBagDescriptor:
     include_last_offset: bool = False
 
     def __post_init__(self):
-        _count(self.num_embeddings, "num_embeddings", "EmbeddingBag", _MAX_SEG)
-        _count(self.dim, "dim", "EmbeddingBag")
-        _count(self.n_indices, "n_indices", "EmbeddingBag", _MAX_N)
-        _count(self.n_bags, "n_bags", "EmbeddingBag", _MAX_SEG)
+        check_count(self.num_embeddings, "num_embeddings", "EmbeddingBag", MAX_SEGMENTS)
+        check_count(self.dim, "dim", "EmbeddingBag")
+        check_count(self.n_indices, "n_indices", "EmbeddingBag", MAX_ROWS)
+        check_count(self.n_bags, "n_bags", "EmbeddingBag", MAX_SEGMENTS)
         if self.mode not in _BAG_MODES:
             raise UnsupportedError(f"EmbeddingBag: mode {self.mode!r} is not wired; wired: "
                                    f"{', '.join(_BAG_MODES)}")
@@ -255,8 +220,8 @@ class EmbeddingBagDescriptor:
                                                       "EmbeddingBag index"))
         object.__setattr__(self, "padding_idx",
                            _norm_pad(self.padding_idx, self.num_embeddings, "EmbeddingBag"))
-        _flag(self.per_sample_weights, "per_sample_weights", "EmbeddingBag")
-        _flag(self.include_last_offset, "include_last_offset", "EmbeddingBag")
+        check_flag(self.per_sample_weights, "per_sample_weights", "EmbeddingBag")
+        check_flag(self.include_last_offset, "include_last_offset", "EmbeddingBag")
         if self.per_sample_weights and self.mode != "sum":
             raise InvalidProblemError("EmbeddingBag: per_sample_weights needs mode='sum' (torch)")
 
@@ -281,6 +246,7 @@ class EmbeddingBagArgs:
 
 
 def _bag_common_views(d, indices, offsets, psw):
+    """The (indices, offsets, per_sample_weights or None) views of an embedding_bag's Args."""
     idx = view_arg(indices, "indices", shape=(d.n_indices,), dtype=d.index)
     dev = idx.device
     ofs = view_arg(offsets, "offsets", shape=(d.n_offsets,), dtype=d.index, device=dev)
@@ -291,46 +257,41 @@ def _bag_common_views(d, indices, offsets, psw):
     if p is not None and not d.per_sample_weights:
         raise InvalidProblemError("EmbeddingBag: per_sample_weights given but the descriptor "
                                   "says per_sample_weights=False")
+    if d.n_offsets == 0 and d.n_bags:
+        raise InvalidProblemError("EmbeddingBag: offsets is empty")
     return idx, ofs, p
 
 
 class EmbeddingBagPlan(_EmbeddingBase):
     """out[b] = sum / mean / max of the bag's weight rows (see the module doc)."""
 
-    @classmethod
-    def select(cls, desc: EmbeddingBagDescriptor, pref=None) -> "EmbeddingBagPlan":
-        plan = cls._begin_select(desc, pref, EmbeddingBagDescriptor)
-        if desc.per_sample_weights:
-            plan._slot("w", desc.n_indices * acc_dtype(desc.dtype).itemsize)
-        plan._sortp = None
-        plan._ws = plan._off
-        plan._sku = _reduce_sku(plan, f"embedding_bag_{desc.mode}", desc.mode, desc.index.short)
-        return plan
+    descriptor = EmbeddingBagDescriptor
+
+    def _plan(self) -> None:
+        d = self.desc
+        if d.per_sample_weights:
+            self._slot("w", d.n_indices * acc_dtype(d.dtype).itemsize)
+        self._sortp = None
+        self._finish_workspace()
+        self._sku = _reduce_sku(self, f"embedding_bag_{d.mode}", d.mode, d.index.short)
 
     def is_empty(self) -> bool:
         return self.desc.n_bags * self.desc.dim == 0
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
-        idx, ofs, p = _bag_common_views(d, args.indices, args.offsets,
-                                        getattr(args, "per_sample_weights", None))
+        idx, ofs, p = _bag_common_views(d, args.indices, args.offsets, args.per_sample_weights)
         dev = idx.device
         w = view_arg(args.weight, "weight", shape=(d.num_embeddings, d.dim), dtype=d.dtype,
                      device=dev)
         out = view_arg(args.out, "out", shape=(d.n_bags, d.dim), dtype=d.dtype, device=dev)
         check_out(out, "out")
-        mi = view_arg(getattr(args, "max_indices", None), "max_indices", shape=(d.n_bags, d.dim),
-                      dtype=int64, device=dev, optional=True)
-        if mi is not None:
-            if d.mode != "max":
-                raise InvalidProblemError("max_indices: only for mode='max'")
-            if not mi.is_contiguous():
-                raise UnsupportedError("max_indices: must be dense row-major")
-        if d.n_offsets == 0 and d.n_bags:
-            raise InvalidProblemError("EmbeddingBag: offsets is empty")
-        return w, idx, ofs, out, p, mi, status_view(getattr(args, "status", None), dev)
+        mi = dense_argmax_view(args.max_indices, (d.n_bags, d.dim), dev, "max_indices",
+                               d.mode == "max", "only for mode='max'")
+        return w, idx, ofs, out, p, mi, status_view(args.status, dev)
 
-    def _run_views(self, w, idx, ofs, out, p, mi, status, ws, st) -> None:
+    def _launch(self, bound, st: int, ws) -> None:
+        w, idx, ofs, out, p, mi, status = bound
         d = self.desc
         dev = idx.device
         flags = spec.F_PERM | spec.F_WRAP
@@ -378,44 +339,38 @@ class EmbeddingBagBackwardArgs:
 class EmbeddingBagBackwardPlan(_EmbeddingBase):
     """dweight of an embedding_bag (see the module doc): sorted, deterministic."""
 
-    @classmethod
-    def select(cls, desc: EmbeddingBagDescriptor, pref=None) -> "EmbeddingBagBackwardPlan":
-        plan = cls._begin_select(desc, pref, EmbeddingBagDescriptor)
-        n, V = desc.n_indices, desc.num_embeddings
-        A = acc_dtype(desc.dtype)
-        plan._pipeline_slots(n, V, True)
-        plan._slot("rows", n * 8)
-        plan._slot("w", n * A.itemsize)
-        plan._slot("psw", n * A.itemsize)
-        plan._slot("inv", desc.n_bags * A.itemsize)
-        plan._ws = plan._off + plan._sub_size()
-        plan._sku = _reduce_sku(plan, f"embedding_bag_{desc.mode}_bw", "sum", "i64")
-        return plan
+    descriptor = EmbeddingBagDescriptor
+
+    def _plan(self) -> None:
+        d = self.desc
+        n, V = d.n_indices, d.num_embeddings
+        A = acc_dtype(d.dtype)
+        self._pipeline_slots(n, V, True)
+        self._slot("rows", n * 8)
+        self._slot("w", n * A.itemsize)
+        self._slot("psw", n * A.itemsize)
+        self._slot("inv", d.n_bags * A.itemsize)
+        self._finish_workspace()
+        self._sku = _reduce_sku(self, f"embedding_bag_{d.mode}_bw", "sum", "i64")
 
     def is_empty(self) -> bool:
         return self.desc.num_embeddings * self.desc.dim == 0
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
-        idx, ofs, p = _bag_common_views(d, args.indices, args.offsets,
-                                        getattr(args, "per_sample_weights", None))
+        idx, ofs, p = _bag_common_views(d, args.indices, args.offsets, args.per_sample_weights)
         dev = idx.device
         dy = view_arg(args.dy, "dy", shape=(d.n_bags, d.dim), dtype=d.dtype, device=dev)
         dw = _dweight_view(d, args, dev)
-        mi = view_arg(getattr(args, "max_indices", None), "max_indices", shape=(d.n_bags, d.dim),
-                      dtype=int64, device=dev, optional=True)
-        if d.mode == "max":
-            if mi is None:
-                raise InvalidProblemError("EmbeddingBagBackward: mode='max' needs max_indices "
-                                          "from the forward")
-            if not mi.is_contiguous():
-                raise UnsupportedError("max_indices: must be dense row-major")
-        if d.n_offsets == 0 and d.n_bags:
-            raise InvalidProblemError("EmbeddingBag: offsets is empty")
+        mi = dense_argmax_view(args.max_indices, (d.n_bags, d.dim), dev, "max_indices")
+        if d.mode == "max" and mi is None:
+            raise InvalidProblemError("EmbeddingBagBackward: mode='max' needs max_indices "
+                                      "from the forward")
         rows_cols(dy, "dy")
-        return dy, idx, ofs, dw, p, mi, status_view(getattr(args, "status", None), dev)
+        return dy, idx, ofs, dw, p, mi, status_view(args.status, dev)
 
-    def _run_views(self, dy, idx, ofs, dw, p, mi, status, ws, st) -> None:
+    def _launch(self, bound, st: int, ws) -> None:
+        dy, idx, ofs, dw, p, mi, status = bound
         d = self.desc
         dev = idx.device
         n, V, B = d.n_indices, d.num_embeddings, d.n_bags

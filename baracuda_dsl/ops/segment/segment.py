@@ -52,184 +52,16 @@ from typing import Tuple
 
 from ...dtypes import DType, bool_ as bool_dt, dtype as as_dtype, float32, int32, int64
 from ...errors import InvalidProblemError, UnsupportedError
-from ...plan import check_dtype, check_select, collapse_dims, plan_arch, prod, view_arg
+from ...plan import check_dtype, check_finite, collapse_dims, norm_axis, prod, view_arg
 from ...tensor import TensorView, check_shape
+from ...vocabulary import OpCategory
+from .pipeline import (MAX_ROWS, MAX_SEGMENTS, SegmentPipeline, acc_dtype, check_count,
+                       check_flag, check_out, choose_tps, dense_argmax_view, reduce_knobs,
+                       rows_cols, segment_sku, status_view)
 from .specs import segment as spec
-from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
-from ..reduction.composites import CompositePlan
 
 _DTYPES = tuple(as_dtype(s) for s in spec.DTYPES)
 _FLOATS = tuple(as_dtype(s) for s in spec.FLOAT_DTYPES)
-_MAX_N = 2**31 - 1 - 8192
-_MAX_SEG = 2**31 - 2
-_GRID_Z = 65535
-_GRID_Y = 65535
-_TARGET_CTAS = 16384   # column chunks spread over grid y only while the segments give fewer CTAs
-
-
-def _count(v, name, what, hi=None):
-    if not isinstance(v, int) or isinstance(v, bool) or v < 0 or (hi is not None and v > hi):
-        lim = f" and <= {hi}" if hi is not None else ""
-        raise InvalidProblemError(f"{what}: {name} must be an int >= 0{lim}, got {v!r}")
-    return v
-
-
-def _flag(v, name, what):
-    if not isinstance(v, bool):
-        raise InvalidProblemError(f"{what}: {name} must be a bool, got {v!r}")
-    return v
-
-
-def acc_dtype(dt: DType) -> DType:
-    """The accumulator dtype: float32 for f16 / bf16 / f32, float64 for f64, int64 for ints."""
-    return as_dtype(spec.acc_of(dt.short))
-
-
-def _pg(dt: DType, deterministic: bool = True) -> PrecisionGuarantee:
-    return PrecisionGuarantee(math_precision=acc_dtype(dt), accumulator=acc_dtype(dt),
-                              bit_stable_on_same_hardware=deterministic,
-                              deterministic=deterministic)
-
-
-def choose_tps(C: int, vec: int) -> int:
-    """Threads per segment for rows of C columns read ``vec`` at a time: the largest of
-    1, 4, 16, 32, 128 not above the number of column vectors (no idle lanes but the tail)."""
-    cv = -(-C // vec) if C else 1
-    return max(t for t in spec.TPS if t <= max(cv, 1))
-
-
-def reduce_knobs(op: str, dt: DType, C: int, index: str = "i64") -> dict:
-    """``segment_reduce`` knobs a plan reports at select time for rows of ``C`` columns: the
-    dtype's vector width when it divides C (else 1) and ``choose_tps`` for it (``_run_reduce``
-    re-checks strides and alignment at run time)."""
-    vec = spec.vec_of(dt.short)
-    vec = vec if C % vec == 0 else 1
-    return dict(op=op, dtype=dt.short, index=index, vec=vec, tps=choose_tps(C, vec))
-
-
-def check_out(v, name: str) -> None:
-    """An output view may not broadcast (a zero stride over an extent > 1)."""
-    if v.numel > 1 and any(s == 0 and e > 1 for e, s in zip(v.shape, v.strides)):
-        raise InvalidProblemError(f"{name}: an output may not have a zero (broadcast) stride")
-
-
-def rows_cols(v: TensorView, name: str, lead: int = 1) -> Tuple[int, ...]:
-    """Strides (lead dims..., column) of a view whose trailing dims collapse into one strided
-    column dim (UnsupportedError otherwise)."""
-    rest = v.shape[lead:]
-    shp, st = collapse_dims(rest, v.strides[lead:])
-    if len(shp) > 1:
-        raise UnsupportedError(f"{name}: the trailing dims {rest} with strides "
-                               f"{v.strides[lead:]} do not collapse into one strided dim; pass a "
-                               f"contiguous view (wired: trailing dims that merge)")
-    cs = st[0] if shp else 1
-    return tuple(v.strides[:lead]) + (cs,)
-
-
-def status_view(obj, device):
-    """The optional int32 status word (any shape with one element)."""
-    s = view_arg(obj, "status", dtype=int32, device=device, optional=True)
-    if s is not None and s.numel != 1:
-        raise InvalidProblemError(f"status: must hold exactly one int32, got shape {s.shape}")
-    return s
-
-
-class _SegBase(CompositePlan):
-    """Shared launch helpers (keys, sort, offsets, reduce, backward gather)."""
-
-    def _setup(self, pref):
-        self._arch = plan_arch(pref)
-        self._off = 0
-        self._lay = {}
-        self._kn = {}
-
-    def _knobs(self, **k):
-        key = tuple(sorted(k.items()))
-        d = self._kn.get(key)
-        if d is None:
-            d = self._kn[key] = dict(k)
-        return d
-
-    def _pipeline_slots(self, n: int, nseg: int, sort: bool) -> None:
-        """Workspace slots of ids → keys (→ sort) → offsets; records the sort plan."""
-        from ..sorting.sort import SortDescriptor, SortPlan
-
-        self._slot("keys", n * 4)
-        self._sortp = None
-        if sort:
-            self._slot("skeys", n * 4)
-            self._slot("perm", n * 8)
-            self._sortp = SortPlan.select(SortDescriptor((n,), 0, int32), self.pref)
-        self._slot("off", (nseg + 1) * 8)
-
-    def _sub_size(self) -> int:
-        return 0 if self._sortp is None else self._sortp.workspace_size()
-
-    # ---------------------------------------------------------------- launches
-    def _run_keys(self, ids: TensorView, n: int, m: int, status, ws, st) -> TensorView:
-        keys = self._tmp(ws, "keys", (n,), int32, ids.device)
-        if n:
-            lk = self._kernel(spec.SEGMENT_KEYS, self._knobs(kind="keys", index=ids.dtype.short),
-                              ids.device)
-            lk.launch((-(-n // 256), 1, 1),
-                      [ids.ptr, keys.ptr, status.ptr if status is not None else 0, n, m,
-                       ids.strides[0], int(status is not None)], st)
-        return keys
-
-    def _run_sort(self, keys: TensorView, n: int, ws, st):
-        from ..sorting.sort import SortArgs
-
-        dev = keys.device
-        skeys = self._tmp(ws, "skeys", (n,), int32, dev)
-        perm = self._tmp(ws, "perm", (n,), int64, dev)
-        if n:
-            self._sortp.run(SortArgs(keys, skeys, perm), st, self._sub_ws(ws))
-        return skeys, perm
-
-    def _run_offsets(self, skeys: TensorView, n: int, nseg: int, ws, st) -> TensorView:
-        off = self._tmp(ws, "off", (nseg + 1,), int64, skeys.device)
-        lk = self._kernel(spec.SEGMENT_OFFSETS, self._knobs(kind="offsets"), skeys.device)
-        lk.launch((nseg // 256 + 1, 1, 1), [skeys.ptr, off.ptr, n, nseg], st)
-        return off
-
-    def _run_reduce(self, op: str, dt: DType, ix: str, *, src, srs, scs, sbs, out, ors, ocs, obs,
-                    C, nseg, nofs, n, m, B, off, os, flags, st, dev, perm=0, ps=0, keys=0, w=0,
-                    wsd=0, arg=0, status=0, pad=-1, alpha=1.0) -> None:
-        if nseg == 0 or B == 0 or C == 0:
-            return
-        V = spec.vec_of(dt.short)
-        vec = V if (C % V == 0 and scs == 1 and ocs == 1 and srs % V == 0 and ors % V == 0
-                    and sbs % V == 0 and obs % V == 0 and src % 16 == 0 and out % 16 == 0) else 1
-        tps = choose_tps(C, vec)
-        kn = self._knobs(op=op, dtype=dt.short, index=ix, vec=vec, tps=tps)
-        lk = self._kernel(spec.SEGMENT_REDUCE, kn, dev)
-        spc = spec.THREADS // tps
-        nch = -(-(-(-C // vec)) // tps)
-        gy = min(nch, _GRID_Y, max(1, -(-_TARGET_CTAS // -(-nseg // spc))))
-        for b0 in range(0, B, _GRID_Z):
-            lk.launch((-(-nseg // spc), gy, min(_GRID_Z, B - b0)),
-                      [src, perm, keys, off, w, out, arg, status, nseg, nofs, n, m, C, srs, scs,
-                       sbs, ors, ocs, obs, ps, os, wsd, pad, b0, float(alpha), int(flags)], st)
-
-    def _run_bw(self, op: str, dt: DType, *, dy, keys, off, arg, dx, n, nseg, C, dyrs, dycs,
-                dybs, dxrs, dxcs, dxbs, B, st, dev) -> None:
-        if n == 0 or C == 0 or B == 0:
-            return
-        lk = self._kernel(spec.SEGMENT_BW, self._knobs(op=op, dtype=dt.short), dev)
-        gy = min(-(-C // spec.THREADS), _GRID_Y)
-        for b0 in range(0, B, _GRID_Z):
-            lk.launch((n, gy, min(_GRID_Z, B - b0)),
-                      [dy, keys, off, arg, dx, n, nseg, C, dyrs, dycs, dybs, dxrs, dxcs, dxbs,
-                       b0], st)
-
-    def _begin2(self, views, stream, workspace):
-        from ...runtime.stream import stream_handle
-
-        ws = self.check_workspace(workspace)
-        return ws, stream_handle(stream)
-
-    def is_empty(self) -> bool:
-        return False
 
 
 # ====================================================================================== forward
@@ -250,10 +82,10 @@ class SegmentDescriptor:
         shape = check_shape(tuple(self.shape), "Segment")
         if len(shape) < 1:
             raise InvalidProblemError("Segment: data needs rank >= 1 (rows along axis 0)")
-        if shape[0] > _MAX_N:
-            raise UnsupportedError(f"Segment: {shape[0]} rows exceed the wired maximum {_MAX_N}")
+        if shape[0] > MAX_ROWS:
+            raise UnsupportedError(f"Segment: {shape[0]} rows exceed the wired maximum {MAX_ROWS}")
         object.__setattr__(self, "shape", shape)
-        _count(self.num_segments, "num_segments", "Segment", _MAX_SEG)
+        check_count(self.num_segments, "num_segments", "Segment", MAX_SEGMENTS)
         if self.op not in spec.OPS:
             raise UnsupportedError(f"Segment: op {self.op!r} is not wired; wired: "
                                    f"{', '.join(spec.OPS)}")
@@ -261,7 +93,7 @@ class SegmentDescriptor:
         object.__setattr__(self, "dtype", check_dtype(self.dtype, allowed, f"Segment {self.op}"))
         object.__setattr__(self, "index", check_dtype(self.index, (int32, int64),
                                                       "Segment index"))
-        _flag(self.sorted, "sorted", "Segment")
+        check_flag(self.sorted, "sorted", "Segment")
 
     @property
     def out_shape(self) -> Tuple[int, ...]:
@@ -281,71 +113,50 @@ class SegmentArgs:
     argmax: object = None
 
 
-class SegmentPlan(_SegBase):
+class SegmentPlan(SegmentPipeline):
     """out[s] = op over rows k with ids[k] = s (see the module doc)."""
 
-    @classmethod
-    def select(cls, desc: SegmentDescriptor, pref=None) -> "SegmentPlan":
-        pref = check_select(desc, pref, SegmentDescriptor, "SegmentPlan")
-        plan = cls(desc, pref, None)
-        plan._setup(pref)
-        n = desc.shape[0]
-        plan._pipeline_slots(n, desc.num_segments, not desc.sorted)
-        plan._ws = plan._off + plan._sub_size()
-        kn = reduce_knobs(desc.op, desc.dtype, prod(desc.shape[1:]))
-        from ...jit import freeze_knobs
+    descriptor = SegmentDescriptor
 
-        plan._sku = KernelSku(OpCategory.SEGMENT, f"segment_{desc.op}", desc.dtype, plan._arch,
-                              BackendKind.CUTE_DSL, _pg(desc.dtype), aux_element=desc.index,
-                              template=spec.SEGMENT_REDUCE.name, knobs=freeze_knobs(kn))
-        return plan
+    def _plan(self) -> None:
+        d = self.desc
+        self._pipeline_slots(d.shape[0], d.num_segments, not d.sorted)
+        self._finish_workspace()
+        self._sku = segment_sku(self, OpCategory.SEGMENT, f"segment_{d.op}", spec.SEGMENT_REDUCE,
+                                reduce_knobs(d.op, d.dtype, prod(d.shape[1:])))
 
     def is_empty(self) -> bool:
         return prod(self.desc.out_shape) == 0
 
-    def _views(self, args):
+    def _ids(self, args):
+        """The ids view and its device."""
+        ids = view_arg(args.ids, "ids", shape=(self.desc.shape[0],), dtype=self.desc.index)
+        return ids, ids.device
+
+    def _bind(self, args):
         d = self.desc
-        ids = view_arg(args.ids, "ids", shape=(d.shape[0],), dtype=d.index)
-        dev = ids.device
+        ids, dev = self._ids(args)
         data = view_arg(args.data, "data", shape=d.shape, dtype=d.dtype, device=dev)
         out = view_arg(args.out, "out", shape=d.out_shape, dtype=d.dtype, device=dev)
         check_out(out, "out")
-        arg = view_arg(getattr(args, "argmax", None), "argmax", shape=d.out_shape, dtype=int64,
-                       device=dev, optional=True)
-        if arg is not None:
-            if d.op not in ("max", "min"):
-                raise InvalidProblemError("argmax: only for op max / min")
-            if not arg.is_contiguous():
-                raise UnsupportedError("argmax: must be dense row-major")
-        st = status_view(getattr(args, "status", None), dev)
+        arg = dense_argmax_view(args.argmax, d.out_shape, dev, "argmax", d.op in ("max", "min"),
+                                "only for op max / min")
+        st = status_view(args.status, dev)
         rows_cols(data, "data")
         rows_cols(out, "out")
         return data, ids, out, arg, st
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        data, ids, out, arg, status = self._views(args)
-        ws, st = self._begin2(None, stream, workspace)
-        if self.is_empty():
-            return
+    def _launch(self, bound, st: int, ws) -> None:
+        data, ids, out, arg, status = bound
         self._forward(data, ids, out, arg, status, ws, st)
 
     def _forward(self, data, ids, out, arg, status, ws, st, keys=None):
         """Run the pipeline; returns (keys, offsets) views (for the backward)."""
         d = self.desc
         n, S = d.shape[0], d.num_segments
-        dev = ids.device
         if keys is None:
             keys = self._run_keys(ids, n, S, status, ws, st)
-        flags = spec.F_KEYS
-        if self._sortp is not None:
-            skeys, perm = self._run_sort(keys, n, ws, st)
-            flags |= spec.F_PERM
-            pptr = perm.ptr
-        else:
-            skeys, pptr = keys, 0
+        skeys, pptr, flags = self._run_sorted(keys, n, ws, st)
         off = self._run_offsets(skeys, n, S, ws, st)
         srs, scs = rows_cols(data, "data")
         ors, ocs = rows_cols(out, "out")
@@ -354,7 +165,7 @@ class SegmentPlan(_SegBase):
         self._run_reduce(d.op, d.dtype, "i64", src=data.ptr, srs=srs, scs=scs, sbs=0,
                          out=out.ptr, ors=ors, ocs=ocs, obs=0, C=prod(d.shape[1:]), nseg=S,
                          nofs=S + 1, n=n, m=n, B=1, off=off.ptr, os=1, flags=flags, st=st,
-                         dev=dev, perm=pptr, ps=1, keys=skeys.ptr,
+                         dev=ids.device, perm=pptr, ps=1, keys=skeys.ptr,
                          arg=arg.ptr if arg is not None else 0)
         return keys, off
 
@@ -393,86 +204,61 @@ class SegmentBackwardPlan(SegmentPlan):
     out-sized accumulator-dtype temporaries.  Precision: float32 for f16 / bf16 / f32, float64
     for f64; deterministic."""
 
-    @classmethod
-    def select(cls, desc: SegmentDescriptor, pref=None) -> "SegmentBackwardPlan":
-        pref = check_select(desc, pref, SegmentDescriptor, "SegmentBackwardPlan")
-        if desc.dtype not in _FLOATS:
-            raise UnsupportedError(f"SegmentBackward: dtype {desc.dtype.name} is not wired; "
-                                   f"wired: float32, float16, bfloat16, float64")
-        plan = cls(desc, pref, None)
-        plan._setup(pref)
-        n, S = desc.shape[0], desc.num_segments
-        ext = desc.op in ("max", "min")
-        need_off = desc.op != "sum"
-        if need_off:
-            plan._pipeline_slots(n, S, not desc.sorted)
-        else:
-            plan._slot("keys", n * 4)
-            plan._sortp = None
-        if ext:
-            plan._slot("tout", prod(desc.out_shape) * desc.dtype.itemsize)
-            plan._slot("targ", prod(desc.out_shape) * 8)
-        ct = acc_dtype(desc.dtype)
-        if desc.op == "prod":
-            E, F = prod(desc.shape), prod(desc.out_shape)
-            plan._slot("pmask", E)
-            for name in ("pa", "pb", "pg"):
-                plan._slot(name, E * ct.itemsize)
-            plan._slot("pz", F * ct.itemsize)
-            plan._slot("pp", F * ct.itemsize)
-            if desc.dtype is not ct:
-                plan._slot("pq", F * ct.itemsize)
-        plan._ws = plan._off + plan._sub_size()
-        from ...jit import freeze_knobs
-
-        bop = "arg" if ext else desc.op
-        if desc.op == "prod":   # the per-row gather (accumulator dtype) of the composite
-            return plan._prod_sku(freeze_knobs(dict(op="sum", dtype=ct.short)))
-        plan._sku = KernelSku(OpCategory.SEGMENT, f"segment_{desc.op}_bw", desc.dtype,
-                              plan._arch, BackendKind.CUTE_DSL, _pg(desc.dtype),
-                              aux_element=desc.index, template=spec.SEGMENT_BW.name,
-                              knobs=freeze_knobs(dict(op=bop, dtype=desc.dtype.short)))
-        return plan
-
-    def _prod_sku(self, knobs) -> "SegmentBackwardPlan":
+    def _plan(self) -> None:
         d = self.desc
-        self._sku = KernelSku(OpCategory.SEGMENT, "segment_prod_bw", d.dtype, self._arch,
-                              BackendKind.CUTE_DSL, _pg(d.dtype), aux_element=d.index,
-                              template=spec.SEGMENT_BW.name, knobs=knobs)
-        return self
+        if d.dtype not in _FLOATS:
+            raise UnsupportedError(f"SegmentBackward: dtype {d.dtype.name} is not wired; "
+                                   f"wired: float32, float16, bfloat16, float64")
+        n, S = d.shape[0], d.num_segments
+        ext = d.op in ("max", "min")
+        if d.op != "sum":
+            self._pipeline_slots(n, S, not d.sorted)
+        else:
+            self._slot("keys", n * 4)
+            self._sortp = None
+        if ext:
+            self._slot("tout", prod(d.out_shape) * d.dtype.itemsize)
+            self._slot("targ", prod(d.out_shape) * 8)
+        ct = acc_dtype(d.dtype)
+        if d.op == "prod":
+            E, F = prod(d.shape), prod(d.out_shape)
+            self._slot("pmask", E)
+            for name in ("pa", "pb", "pg"):
+                self._slot(name, E * ct.itemsize)
+            self._slot("pz", F * ct.itemsize)
+            self._slot("pp", F * ct.itemsize)
+            if d.dtype is not ct:
+                self._slot("pq", F * ct.itemsize)
+        self._finish_workspace()
+        if d.op == "prod":   # the per-row gather (accumulator dtype) of the composite
+            knobs = spec.SegmentBwKnobs(op="sum", dtype=ct.short)
+        else:
+            knobs = spec.SegmentBwKnobs(op="arg" if ext else d.op, dtype=d.dtype.short)
+        self._sku = segment_sku(self, OpCategory.SEGMENT, f"segment_{d.op}_bw", spec.SEGMENT_BW,
+                                knobs)
 
     def is_empty(self) -> bool:
         return prod(self.desc.shape) == 0
 
-    def _bviews(self, args):
+    def _bind(self, args):
         d = self.desc
-        ids = view_arg(args.ids, "ids", shape=(d.shape[0],), dtype=d.index)
-        dev = ids.device
+        ids, dev = self._ids(args)
         data = view_arg(args.data, "data", shape=d.shape, dtype=d.dtype, device=dev,
                         optional=d.op not in ("max", "min", "prod"))
         view_arg(args.out, "out", shape=d.out_shape, dtype=d.dtype, device=dev, optional=True)
         dy = view_arg(args.dy, "dy", shape=d.out_shape, dtype=d.dtype, device=dev)
         dx = view_arg(args.dx, "dx", shape=d.shape, dtype=d.dtype, device=dev)
         check_out(dx, "dx")
-        arg = view_arg(getattr(args, "argmax", None), "argmax", shape=d.out_shape, dtype=int64,
-                       device=dev, optional=True)
-        if arg is not None and not arg.is_contiguous():
-            raise UnsupportedError("argmax: must be dense row-major")
-        st = status_view(getattr(args, "status", None), dev)
+        arg = dense_argmax_view(args.argmax, d.out_shape, dev)
+        st = status_view(args.status, dev)
         rows_cols(dy, "dy")
         rows_cols(dx, "dx")
         if data is not None:
             rows_cols(data, "data")
         return data, ids, dy, dx, arg, st
 
-    def can_implement(self, args) -> None:
-        self._bviews(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        data, ids, dy, dx, arg, status = self._bviews(args)
-        ws, st = self._begin2(None, stream, workspace)
-        if self.is_empty():
-            return
+    def _launch(self, bound, st: int, ws) -> None:
+        data, ids, dy, dx, arg, status = bound
         d = self.desc
         n, S = d.shape[0], d.num_segments
         dev = ids.device
@@ -490,9 +276,7 @@ class SegmentBackwardPlan(SegmentPlan):
             arg_ptr = arg.ptr
             bop = "arg"
         elif d.op == "mean":
-            skeys = keys
-            if self._sortp is not None:
-                skeys, _ = self._run_sort(keys, n, ws, st)
+            skeys, _, _ = self._run_sorted(keys, n, ws, st)
             off_ptr = self._run_offsets(skeys, n, S, ws, st).ptr
             bop = "mean"
         else:
@@ -510,13 +294,7 @@ class SegmentBackwardPlan(SegmentPlan):
         shp, oshp, C = d.shape, d.out_shape, prod(d.shape[1:])
         dev, dt = keys.device, d.dtype
         ct = acc_dtype(dt)
-        flags = spec.F_KEYS
-        if self._sortp is not None:
-            skeys, perm = self._run_sort(keys, n, ws, st)
-            flags |= spec.F_PERM
-            pptr = perm.ptr
-        else:
-            skeys, pptr = keys, 0
+        skeys, pptr, flags = self._run_sorted(keys, n, ws, st)
         off = self._run_offsets(skeys, n, S, ws, st)
         mask = self._tmp(ws, "pmask", shp, bool_dt, dev)
         a = self._tmp(ws, "pa", shp, ct, dev)
@@ -572,20 +350,18 @@ class IndexAddDescriptor:
     deterministic: bool = True
 
     def __post_init__(self):
-        from ...plan import norm_axis
-
         shape = check_shape(tuple(self.shape), "IndexAdd")
         if not shape:
             shape = (1,)
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "axis", norm_axis(self.axis, len(shape), "IndexAdd"))
-        _count(self.n_index, "n_index", "IndexAdd", _MAX_N)
-        if shape[self.axis] > _MAX_SEG:
+        check_count(self.n_index, "n_index", "IndexAdd", MAX_ROWS)
+        if shape[self.axis] > MAX_SEGMENTS:
             raise UnsupportedError("IndexAdd: the indexed dim is too long")
         object.__setattr__(self, "dtype", check_dtype(self.dtype, _DTYPES, "IndexAdd"))
         object.__setattr__(self, "index", check_dtype(self.index, (int32, int64),
                                                       "IndexAdd index"))
-        _flag(self.deterministic, "deterministic", "IndexAdd")
+        check_flag(self.deterministic, "deterministic", "IndexAdd")
 
     @property
     def src_shape(self) -> Tuple[int, ...]:
@@ -621,31 +397,25 @@ def _three(v: TensorView, axis: int, name: str) -> Tuple[int, int, int]:
             one(shp[axis + 1:], st[axis + 1:], "inner", 1))
 
 
-class IndexAddPlan(_SegBase):
+class IndexAddPlan(SegmentPipeline):
     """out[o, index[i], r] += alpha · src[o, i, r] — deterministic (see the module doc)."""
 
-    @classmethod
-    def select(cls, desc: IndexAddDescriptor, pref=None) -> "IndexAddPlan":
-        pref = check_select(desc, pref, IndexAddDescriptor, "IndexAddPlan", "an")
-        plan = cls(desc, pref, None)
-        plan._setup(pref)
-        M = desc.shape[desc.axis]
-        plan._pipeline_slots(desc.n_index, M, True)
-        plan._ws = plan._off + plan._sub_size()
-        plan._O = prod(desc.shape[:desc.axis])
-        plan._R = prod(desc.shape[desc.axis + 1:])
-        from ...jit import freeze_knobs
+    descriptor = IndexAddDescriptor
 
-        kn = reduce_knobs("sum", desc.dtype, plan._R)
-        plan._sku = KernelSku(OpCategory.SEGMENT, "index_add", desc.dtype, plan._arch,
-                              BackendKind.CUTE_DSL, _pg(desc.dtype), aux_element=desc.index,
-                              template=spec.SEGMENT_REDUCE.name, knobs=freeze_knobs(kn))
-        return plan
+    def _plan(self) -> None:
+        d = self.desc
+        M = d.shape[d.axis]
+        self._pipeline_slots(d.n_index, M, True)
+        self._finish_workspace()
+        self._O = prod(d.shape[:d.axis])
+        self._R = prod(d.shape[d.axis + 1:])
+        self._sku = segment_sku(self, OpCategory.SEGMENT, "index_add", spec.SEGMENT_REDUCE,
+                                reduce_knobs("sum", d.dtype, self._R))
 
     def is_empty(self) -> bool:
         return prod(self.desc.src_shape) == 0 or prod(self.desc.shape) == 0
 
-    def _views(self, args):
+    def _bind(self, args):
         d = self.desc
         idx = view_arg(args.index, "index", shape=(d.n_index,), dtype=d.index)
         dev = idx.device
@@ -654,28 +424,17 @@ class IndexAddPlan(_SegBase):
         check_out(out, "out")
         a = args.alpha
         if d.dtype in _FLOATS:
-            from ...plan import check_finite
-
-            check_finite(a, "alpha") if not isinstance(a, bool) else None
+            if not isinstance(a, bool):
+                check_finite(a, "alpha")
         elif isinstance(a, bool) or not isinstance(a, int):
             raise InvalidProblemError(f"IndexAdd: alpha must be an int for {d.dtype.name}, got "
                                       f"{a!r}")
-        st = status_view(getattr(args, "status", None), dev)
-        return out, idx, src, st
+        st = status_view(args.status, dev)
+        return out, idx, src, st, _three(out, d.axis, "out"), _three(src, d.axis, "src"), a
 
-    def can_implement(self, args) -> None:
-        o, i, s, _ = self._views(args)
-        _three(o, self.desc.axis, "out")
-        _three(s, self.desc.axis, "src")
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        out, idx, src, status = self._views(args)
+    def _launch(self, bound, st: int, ws) -> None:
+        out, idx, src, status, (obs, ors, ocs), (sbs, srs, scs), alpha = bound
         d = self.desc
-        obs, ors, ocs = _three(out, d.axis, "out")
-        sbs, srs, scs = _three(src, d.axis, "src")
-        ws, st = self._begin2(None, stream, workspace)
-        if self.is_empty():
-            return
         n, M = d.n_index, d.shape[d.axis]
         keys = self._run_keys(idx, n, M, status, ws, st)
         skeys, perm = self._run_sort(keys, n, ws, st)
@@ -684,7 +443,7 @@ class IndexAddPlan(_SegBase):
                          out=out.ptr, ors=ors, ocs=ocs, obs=obs, C=self._R, nseg=M, nofs=M + 1,
                          n=n, m=n, B=self._O, off=off.ptr, os=1,
                          flags=spec.F_PERM | spec.F_KEYS | spec.F_ACC, st=st, dev=idx.device,
-                         perm=perm.ptr, ps=1, keys=skeys.ptr, alpha=float(args.alpha))
+                         perm=perm.ptr, ps=1, keys=skeys.ptr, alpha=float(alpha))
 
 
 __all__ = ["SegmentDescriptor", "SegmentArgs", "SegmentPlan", "SegmentBackwardArgs",

@@ -13,22 +13,17 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Float32, Float64, Int32, Int64
+from cutlass import Int32, Int64
 
-from ..specs.segment import THREADS, acc_of
+from ...shape.kernels.words import example_args, gmem_ptr, split_stream
+from ..specs.segment import THREADS, SegmentBwKnobs, acc_of
+from .common import ELEMENT, load1
 
-_T = {"f32": Float32, "f16": cutlass.Float16, "bf16": cutlass.BFloat16, "f64": Float64,
-      "i32": Int32, "i64": Int64}
 
-
-def build(knobs: dict):
-    op, dt = knobs["op"], knobs["dtype"]
-    T = _T[dt]
-    A = _T[acc_of(dt)]
-
-    @cute.jit
-    def load1(p: cute.Pointer, off: Int64):
-        return cute.make_tensor(p + off, cute.make_layout(1))[0]
+def build(knobs: SegmentBwKnobs):
+    op, dt = knobs.op, knobs.dtype
+    T = ELEMENT[dt]
+    A = ELEMENT[acc_of(dt)]
 
     @cute.kernel
     def kernel(pdy: cute.Pointer, pkeys: cute.Pointer, poff: cute.Pointer, parg: cute.Pointer,
@@ -67,16 +62,10 @@ def build(knobs: dict):
 
     @cute.jit
     def launch(pdy: cute.Pointer, pkeys: cute.Pointer, poff: cute.Pointer, parg: cute.Pointer,
-               pdx: cute.Pointer, n: Int64, nseg: Int64, C: Int64, dyrs: Int64, dycs: Int64,
-               dybs: Int64, dxrs: Int64, dxcs: Int64, dxbs: Int64, b0: Int64, stream):
-        kernel(pdy, pkeys, poff, parg, pdx, n, nseg, C, dyrs, dycs, dybs, dxrs, dxcs, dxbs,
-               b0).launch(grid=[Int32(n), 1, 1], block=[THREADS, 1, 1], stream=stream)
+               pdx: cute.Pointer, n: Int64, *rest):
+        scalars, stream = split_stream(rest)
+        kernel(pdy, pkeys, poff, parg, pdx, n, *scalars).launch(
+            grid=[Int32(n), 1, 1], block=[THREADS, 1, 1], stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
-    def ptr(t):
-        return make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=t.width // 8)
-
-    args = [ptr(T), ptr(Int32), ptr(Int64), ptr(Int64), ptr(T)] + [Int64(1)] * 10 + [
-        make_fake_stream()]
-    return launch, args
+    ptrs = [gmem_ptr(t, t.width // 8) for t in (T, Int32, Int64, Int64, T)]
+    return launch, example_args(ptrs, 10)

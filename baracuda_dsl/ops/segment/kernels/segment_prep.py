@@ -15,102 +15,90 @@
 
 from __future__ import annotations
 
+from typing import Union
+
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Float64, Int32, Int64
 
-THREADS = 256
+from ...shape.kernels.words import example_args, gmem_ptr, split_stream
+from ..specs.segment import (PREP_THREADS as THREADS, SegmentBagKnobs, SegmentKeysKnobs,
+                             SegmentOffsetsKnobs)
+from .common import clamped_range, load1, sel
 
 
-def _sel(c, a, b):
-    return type(a)(cutlass.select_(c, a, type(a)(b)))
+def build(knobs: Union[SegmentKeysKnobs, SegmentOffsetsKnobs, SegmentBagKnobs]):
+    """The ``keys``, ``offsets`` or embedding_bag (``count`` / ``map``) kernel of ``knobs.kind``."""
+    if knobs.kind == "keys":
+        return _build_keys(knobs)
+    if knobs.kind == "offsets":
+        return _build_offsets()
+    return _build_bag(knobs)
 
 
-def _ptr(t, make_ptr, align=None):
-    return make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=align or t.width // 8)
+def _ptr(t):
+    return gmem_ptr(t, t.width // 8)
 
 
-def build(knobs: dict):
-    kind = knobs["kind"]
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
+def _build_keys(knobs: SegmentKeysKnobs):
+    IX = Int32 if knobs.index == "i32" else Int64
 
-    @cute.jit
-    def load1(p: cute.Pointer, off: Int64):
-        return cute.make_tensor(p + off, cute.make_layout(1))[0]
-
-    if kind == "keys":
-        IX = Int32 if knobs["index"] == "i32" else Int64
-
-        @cute.kernel
-        def kkeys(pids: cute.Pointer, pkeys: cute.Pointer, pstat: cute.Pointer, n: Int64,
-                  m: Int64, xs: Int64, has_status: Int32):
-            tidx, _, _ = cute.arch.thread_idx()
-            bidx, _, _ = cute.arch.block_idx()
-            i = Int64(bidx) * Int64(THREADS) + Int64(tidx)
-            if i < n:
-                v = Int64(load1(pids, i * xs))
-                v = _sel(v < Int64(0), v + m, v)
-                bad = (v < Int64(0)) | (v >= m)
-                if bad:
-                    if has_status != Int32(0):
-                        cute.make_tensor(pstat, cute.make_layout(1))[0] = Int32(1)
-                cute.make_tensor(pkeys + i, cute.make_layout(1))[0] = Int32(_sel(bad, m, v))
-
-        @cute.jit
-        def launch(pids: cute.Pointer, pkeys: cute.Pointer, pstat: cute.Pointer, n: Int64,
-                   m: Int64, xs: Int64, has_status: Int32, stream):
-            kkeys(pids, pkeys, pstat, n, m, xs, has_status).launch(
-                grid=[Int32((n + THREADS - 1) // THREADS), 1, 1], block=[THREADS, 1, 1],
-                stream=stream)
-
-        args = [_ptr(IX, make_ptr), _ptr(Int32, make_ptr), _ptr(Int32, make_ptr), Int64(1),
-                Int64(1), Int64(1), Int32(0), make_fake_stream()]
-        return launch, args
-
-    if kind == "offsets":
-        @cute.kernel
-        def koffs(pkeys: cute.Pointer, poff: cute.Pointer, n: Int64, m: Int64):
-            tidx, _, _ = cute.arch.thread_idx()
-            bidx, _, _ = cute.arch.block_idx()
-            s = Int64(bidx) * Int64(THREADS) + Int64(tidx)
-            if s <= m:
-                lo = Int64(0)
-                hi = n
-                for _ in cutlass.range(Int32(0), Int32(32)):
-                    if lo < hi:
-                        mid = (lo + hi) // Int64(2)
-                        if Int64(load1(pkeys, mid)) < s:
-                            lo = mid + Int64(1)
-                        else:
-                            hi = mid
-                cute.make_tensor(poff + s, cute.make_layout(1))[0] = lo
-
-        @cute.jit
-        def launch(pkeys: cute.Pointer, poff: cute.Pointer, n: Int64, m: Int64, stream):
-            koffs(pkeys, poff, n, m).launch(
-                grid=[Int32((m + THREADS) // THREADS), 1, 1], block=[THREADS, 1, 1],
-                stream=stream)
-
-        args = [_ptr(Int32, make_ptr), _ptr(Int64, make_ptr), Int64(1), Int64(1),
-                make_fake_stream()]
-        return launch, args
-
-    # ---------------------------------------------------------------- embedding_bag helpers
-    IX = Int32 if knobs["index"] == "i32" else Int64
-    A = Float64 if knobs["acc"] == "f64" else Float32
-    count = kind == "count"
+    @cute.kernel
+    def kkeys(pids: cute.Pointer, pkeys: cute.Pointer, pstat: cute.Pointer, n: Int64,
+              m: Int64, xs: Int64, has_status: Int32):
+        tidx, _, _ = cute.arch.thread_idx()
+        bidx, _, _ = cute.arch.block_idx()
+        i = Int64(bidx) * Int64(THREADS) + Int64(tidx)
+        if i < n:
+            v = Int64(load1(pids, i * xs))
+            v = sel(v < Int64(0), v + m, v)
+            bad = (v < Int64(0)) | (v >= m)
+            if bad:
+                if has_status != Int32(0):
+                    cute.make_tensor(pstat, cute.make_layout(1))[0] = Int32(1)
+            cute.make_tensor(pkeys + i, cute.make_layout(1))[0] = Int32(sel(bad, m, v))
 
     @cute.jit
-    def bag_range(poffs: cute.Pointer, b: Int64, n: Int64, nofs: Int64, os: Int64):
-        lo = Int64(load1(poffs, b * os))
-        hi = n
-        if b + Int64(1) < nofs:
-            hi = Int64(load1(poffs, (b + Int64(1)) * os))
-        lo = _sel(lo < Int64(0), Int64(0), lo)
-        lo = _sel(lo > n, n, lo)
-        hi = _sel(hi > n, n, hi)
-        hi = _sel(hi < lo, lo, hi)
-        return lo, hi
+    def launch(pids: cute.Pointer, pkeys: cute.Pointer, pstat: cute.Pointer, n: Int64, *rest):
+        scalars, stream = split_stream(rest)
+        kkeys(pids, pkeys, pstat, n, *scalars).launch(
+            grid=[Int32((n + THREADS - 1) // THREADS), 1, 1], block=[THREADS, 1, 1],
+            stream=stream)
+
+    return launch, example_args([_ptr(IX), _ptr(Int32), _ptr(Int32)], 3, [Int32(0)])
+
+
+def _build_offsets():
+    @cute.kernel
+    def koffs(pkeys: cute.Pointer, poff: cute.Pointer, n: Int64, m: Int64):
+        tidx, _, _ = cute.arch.thread_idx()
+        bidx, _, _ = cute.arch.block_idx()
+        s = Int64(bidx) * Int64(THREADS) + Int64(tidx)
+        if s <= m:
+            lo = Int64(0)
+            hi = n
+            for _ in cutlass.range(Int32(0), Int32(32)):
+                if lo < hi:
+                    mid = (lo + hi) // Int64(2)
+                    if Int64(load1(pkeys, mid)) < s:
+                        lo = mid + Int64(1)
+                    else:
+                        hi = mid
+            cute.make_tensor(poff + s, cute.make_layout(1))[0] = lo
+
+    @cute.jit
+    def launch(pkeys: cute.Pointer, poff: cute.Pointer, n: Int64, m: Int64, stream):
+        koffs(pkeys, poff, n, m).launch(
+            grid=[Int32((m + THREADS) // THREADS), 1, 1], block=[THREADS, 1, 1],
+            stream=stream)
+
+    return launch, example_args([_ptr(Int32), _ptr(Int64)], 2)
+
+
+def _build_bag(knobs: SegmentBagKnobs):
+    IX = Int32 if knobs.index == "i32" else Int64
+    A = Float64 if knobs.acc == "f64" else Float32
+    count = knobs.kind == "count"
 
     @cute.kernel
     def kbag(pperm: cute.Pointer, poffs: cute.Pointer, pidx: cute.Pointer, ppsw: cute.Pointer,
@@ -122,14 +110,14 @@ def build(knobs: dict):
         i = Int64(bidx) * Int64(THREADS) + Int64(tidx)
         if cutlass.const_expr(count):
             if i < nbags:
-                lo, hi = bag_range(poffs, i, n, nofs, os)
+                lo, hi = clamped_range(poffs, i, n, nofs, os)
                 c = Int64(0)
                 for j in cutlass.range(Int32(0), Int32(hi - lo)):
                     v = Int64(load1(pidx, (lo + Int64(j)) * xs))
-                    v = _sel(v < Int64(0), v + m, v)
+                    v = sel(v < Int64(0), v + m, v)
                     ok = (v >= Int64(0)) & (v < m) & (v != pad)
-                    c = _sel(ok, c + Int64(1), c)
-                inv = _sel(c > Int64(0), A(1.0) / A(_sel(c > Int64(0), c, Int64(1))), A(0.0))
+                    c = sel(ok, c + Int64(1), c)
+                inv = sel(c > Int64(0), A(1.0) / A(sel(c > Int64(0), c, Int64(1))), A(0.0))
                 cute.make_tensor(pinv + i, cute.make_layout(1))[0] = inv
         else:
             if i < n:
@@ -148,10 +136,10 @@ def build(knobs: dict):
                 bag = lo_b - Int64(1)
                 w = A(0.0)
                 if bag >= Int64(0):
-                    blo, bhi = bag_range(poffs, bag, n, nofs, os)
+                    blo, bhi = clamped_range(poffs, bag, n, nofs, os)
                     if (p < blo) | (p >= bhi):
                         bag = Int64(-1)
-                bag = _sel(bag < Int64(0), nbags, bag)
+                bag = sel(bag < Int64(0), nbags, bag)
                 if bag < nbags:
                     w = A(1.0)
                     if (flags & Int32(1)) != Int32(0):
@@ -163,14 +151,11 @@ def build(knobs: dict):
 
     @cute.jit
     def launch(pperm: cute.Pointer, poffs: cute.Pointer, pidx: cute.Pointer, ppsw: cute.Pointer,
-               pinv: cute.Pointer, prows: cute.Pointer, pw: cute.Pointer, n: Int64, nofs: Int64,
-               nbags: Int64, os: Int64, xs: Int64, pws: Int64, pad: Int64, m: Int64,
-               flags: Int32, stream):
-        kbag(pperm, poffs, pidx, ppsw, pinv, prows, pw, n, nofs, nbags, os, xs, pws, pad, m,
-             flags).launch(grid=[Int32((n + THREADS - 1) // THREADS), 1, 1],
-                           block=[THREADS, 1, 1], stream=stream)
+               pinv: cute.Pointer, prows: cute.Pointer, pw: cute.Pointer, n: Int64, *rest):
+        scalars, stream = split_stream(rest)
+        kbag(pperm, poffs, pidx, ppsw, pinv, prows, pw, n, *scalars).launch(
+            grid=[Int32((n + THREADS - 1) // THREADS), 1, 1], block=[THREADS, 1, 1],
+            stream=stream)
 
-    args = [_ptr(Int64, make_ptr), _ptr(IX, make_ptr), _ptr(IX, make_ptr), _ptr(A, make_ptr),
-            _ptr(A, make_ptr), _ptr(Int64, make_ptr), _ptr(A, make_ptr)] + [Int64(1)] * 8 + [
-        Int32(0), make_fake_stream()]
-    return launch, args
+    ptrs = [_ptr(Int64), _ptr(IX), _ptr(IX), _ptr(A), _ptr(A), _ptr(Int64), _ptr(A)]
+    return launch, example_args(ptrs, 8, [Int32(0)])

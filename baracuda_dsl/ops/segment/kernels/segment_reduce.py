@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Float32, Float64, Int32, Int64
+from cutlass import Float64, Int32, Int64
 
+from ...shape.kernels.words import example_args, gmem_ptr, split_stream
 from ..specs.segment import (F_ACC, F_ARGIN, F_ARGOUT, F_KEYS, F_PAD_ROW, F_PAD_SEG, F_PERM,
-                             F_STATUS, F_W, F_WRAP, F_ZERO_EMPTY, THREADS, acc_of)
-
-_T = {"f32": Float32, "f16": cutlass.Float16, "bf16": cutlass.BFloat16, "f64": Float64,
-      "i32": Int32, "i64": Int64}
+                             F_STATUS, F_W, F_WRAP, F_ZERO_EMPTY, THREADS, SegmentReduceKnobs,
+                             acc_of)
+from .common import ELEMENT, clamped_range, load1, sel
 
 
 def extreme(acc: str, high: bool):
@@ -36,12 +36,12 @@ def extreme(acc: str, high: bool):
     return (1 << 63) - 1 if high else -(1 << 63)
 
 
-def build(knobs: dict):
-    op, dt, ix = knobs["op"], knobs["dtype"], knobs["index"]
-    vec, tps = int(knobs["vec"]), int(knobs["tps"])
-    T = _T[dt]
+def build(knobs: SegmentReduceKnobs):
+    op, dt, ix = knobs.op, knobs.dtype, knobs.index
+    vec, tps = knobs.vec, knobs.tps
+    T = ELEMENT[dt]
     acs = acc_of(dt)
-    A = _T[acs]
+    A = ELEMENT[acs]
     IX = Int32 if ix == "i32" else Int64
     SPC = THREADS // tps
     EXT = op in ("max", "min")
@@ -51,19 +51,28 @@ def build(knobs: dict):
     elif op == "prod":
         ident = 1
     else:
-        ident = extreme(acs, not HI) if acs != "i64" else extreme(acs, not HI)
+        ident = extreme(acs, not HI)
     # the stored value of an empty max/min segment: the *output* dtype's lowest/highest
     if EXT and dt == "i32":
         empty_ext = (1 << 31) - 1 if not HI else -(1 << 31)
     else:
         empty_ext = ident
 
-    def sel(c, a, b):
-        return type(a)(cutlass.select_(c, a, type(a)(b)))
+    def load_vec(p, off, frag):
+        """``frag`` ← the ``vec`` elements at ``p + off`` (one vector access when vec > 1)."""
+        if vec > 1:
+            cute.autovec_copy(cute.make_tensor(p + cute.assume(off, divby=vec),
+                                               cute.make_layout(vec)), frag)
+        else:
+            frag[0] = load1(p, off)
 
-    @cute.jit
-    def load1(p: cute.Pointer, off: Int64):
-        return cute.make_tensor(p + off, cute.make_layout(1))[0]
+    def store_vec(p, off, res):
+        """The ``vec`` elements at ``p + off`` ← ``res``."""
+        if vec > 1:
+            cute.autovec_copy(res, cute.make_tensor(p + cute.assume(off, divby=vec),
+                                                    cute.make_layout(vec)))
+        else:
+            cute.make_tensor(p + off, cute.make_layout(1))[0] = res[0]
 
     @cute.kernel
     def kernel(psrc: cute.Pointer, pperm: cute.Pointer, pkeys: cute.Pointer, poff: cute.Pointer,
@@ -78,14 +87,7 @@ def build(knobs: dict):
         lane = Int64(tidx % tps)
         b = b0 + Int64(bz)
         if s < nseg:
-            lo = Int64(load1(poff, s * os))
-            hi = n
-            if s + Int64(1) < nofs:
-                hi = Int64(load1(poff, (s + Int64(1)) * os))
-            lo = sel(lo < Int64(0), Int64(0), lo)
-            lo = sel(lo > n, n, lo)
-            hi = sel(hi > n, n, hi)
-            hi = sel(hi < lo, lo, hi)
+            lo, hi = clamped_range(poff, s, n, nofs, os)
             if (flags & Int32(F_PAD_SEG)) != Int32(0):
                 hi = sel(s == pad, lo, hi)
             if (flags & Int32(F_PERM)) != Int32(0):
@@ -139,13 +141,7 @@ def build(knobs: dict):
                         if cutlass.const_expr(acs != "i64"):
                             if (flags & Int32(F_W)) != Int32(0):
                                 wv = A(load1(pw, k * wsd))
-                        off = sbase + rr * srs + c0 * scs
-                        if cutlass.const_expr(vec > 1):
-                            g = cute.make_tensor(psrc + cute.assume(off, divby=vec),
-                                                 cute.make_layout(vec))
-                            cute.autovec_copy(g, frag)
-                        else:
-                            frag[0] = load1(psrc, off)
+                        load_vec(psrc, sbase + rr * srs + c0 * scs, frag)
                         for e in cutlass.range_constexpr(vec):
                             v = A(frag[e])
                             if cutlass.const_expr(op in ("sum", "mean")):
@@ -178,32 +174,17 @@ def build(knobs: dict):
                         accs[e] = v
                     if (flags & Int32(F_ACC)) != Int32(0):
                         if nonempty:
-                            if cutlass.const_expr(vec > 1):
-                                g = cute.make_tensor(pout + cute.assume(ob, divby=vec),
-                                                     cute.make_layout(vec))
-                                cute.autovec_copy(g, frag)
-                            else:
-                                frag[0] = load1(pout, ob)
+                            load_vec(pout, ob, frag)
                             for e in cutlass.range_constexpr(vec):
                                 if cutlass.const_expr(acs == "i64"):
                                     res[e] = T(A(frag[e]) + Int64(alpha) * accs[e])
                                 else:
                                     res[e] = T(A(frag[e]) + A(alpha) * accs[e])
-                            if cutlass.const_expr(vec > 1):
-                                g = cute.make_tensor(pout + cute.assume(ob, divby=vec),
-                                                     cute.make_layout(vec))
-                                cute.autovec_copy(res, g)
-                            else:
-                                cute.make_tensor(pout + ob, cute.make_layout(1))[0] = res[0]
+                            store_vec(pout, ob, res)
                     else:
                         for e in cutlass.range_constexpr(vec):
                             res[e] = T(accs[e])
-                        if cutlass.const_expr(vec > 1):
-                            g = cute.make_tensor(pout + cute.assume(ob, divby=vec),
-                                                 cute.make_layout(vec))
-                            cute.autovec_copy(res, g)
-                        else:
-                            cute.make_tensor(pout + ob, cute.make_layout(1))[0] = res[0]
+                        store_vec(pout, ob, res)
                     if cutlass.const_expr(EXT):
                         if (flags & Int32(F_ARGOUT)) != Int32(0):
                             ab = (b * nseg + s) * C + c0
@@ -214,19 +195,14 @@ def build(knobs: dict):
     @cute.jit
     def launch(psrc: cute.Pointer, pperm: cute.Pointer, pkeys: cute.Pointer, poff: cute.Pointer,
                pw: cute.Pointer, pout: cute.Pointer, parg: cute.Pointer, pstat: cute.Pointer,
-               nseg: Int64, nofs: Int64, n: Int64, m: Int64, C: Int64, srs: Int64, scs: Int64,
-               sbs: Int64, ors: Int64, ocs: Int64, obs: Int64, ps: Int64, os: Int64, wsd: Int64,
-               pad: Int64, b0: Int64, alpha: Float64, flags: Int32, stream):
-        kernel(psrc, pperm, pkeys, poff, pw, pout, parg, pstat, nseg, nofs, n, m, C, srs, scs,
-               sbs, ors, ocs, obs, ps, os, wsd, pad, b0, alpha, flags).launch(
+               nseg: Int64, *rest):
+        scalars, stream = split_stream(rest)
+        kernel(psrc, pperm, pkeys, poff, pw, pout, parg, pstat, nseg, *scalars).launch(
             grid=[Int32((nseg + SPC - 1) // SPC), 1, 1], block=[THREADS, 1, 1], stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
     def ptr(t, align=None):
-        return make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=align or t.width // 8)
+        return gmem_ptr(t, align or t.width // 8)
 
     va = 16 if vec > 1 else None
-    args = ([ptr(T, va), ptr(IX), ptr(Int32), ptr(IX), ptr(A), ptr(T, va), ptr(Int64),
-             ptr(Int32)] + [Int64(1)] * 16 + [Float64(1.0), Int32(0), make_fake_stream()])
-    return launch, args
+    ptrs = [ptr(T, va), ptr(IX), ptr(Int32), ptr(IX), ptr(A), ptr(T, va), ptr(Int64), ptr(Int32)]
+    return launch, example_args(ptrs, 16, [Float64(1.0), Int32(0)])

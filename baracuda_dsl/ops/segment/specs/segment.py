@@ -1,7 +1,7 @@
 """Template specs of the segment-reduction family (segment_sum / mean / max / min / prod over
 sorted or unsorted ids, index_add, embedding backward, embedding_bag forward and backward).
 
-Kernels (``baracuda_dsl/kernels/segment_*.py``):
+Kernels (``ops/segment/kernels/segment_*.py``; knob types below):
 
 ``segment_keys``     ids (int32 / int64, any stride) → int32 keys: the id wrapped once
                      (−m ≤ i < 0 → i + m), ``m`` for a bad id (sorts last; status word ← 1).
@@ -23,9 +23,13 @@ Accumulation: float32 for f16 / bf16 / f32, float64 for f64, int64 for int32 / i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from itertools import product
+
 from ....jit import KernelTemplate, LaunchGeometry, params, register
 
 THREADS = 128
+PREP_THREADS = 256    # segment_keys / segment_offsets / segment_bag
 OPS = ("sum", "mean", "max", "min", "prod")
 FLOAT_DTYPES = ("f32", "f16", "bf16", "f64")
 INT_DTYPES = ("i32", "i64")
@@ -49,6 +53,50 @@ F_ARGIN = 1024    # keep a term only where argin[row(k), c] == s, once per row (
 F_ZERO_EMPTY = 2048  # empty max / min segment → 0 (embedding_bag) instead of the identity
 
 
+@dataclass(frozen=True)
+class SegmentKeysKnobs:
+    """The ``segment_keys`` SKU of an id dtype (``kind`` is always ``keys``)."""
+
+    kind: str
+    index: str
+
+
+@dataclass(frozen=True)
+class SegmentOffsetsKnobs:
+    """The one ``segment_offsets`` SKU (``kind`` is always ``offsets``)."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class SegmentBagKnobs:
+    """One ``segment_bag`` SKU: helper (``count`` / ``map``), index dtype, accumulator dtype."""
+
+    kind: str
+    index: str
+    acc: str
+
+
+@dataclass(frozen=True)
+class SegmentReduceKnobs:
+    """One ``segment_reduce`` SKU: op, element dtype, perm / offsets index dtype, columns per
+    thread access (1 or a 16-byte vector), threads per segment."""
+
+    op: str
+    dtype: str
+    index: str
+    vec: int
+    tps: int
+
+
+@dataclass(frozen=True)
+class SegmentBwKnobs:
+    """One ``segment_bw`` SKU: backward op (sum / mean / arg) and element dtype."""
+
+    op: str
+    dtype: str
+
+
 def acc_of(dt: str) -> str:
     """Accumulator dtype short name."""
     return "f64" if dt == "f64" else ("f32" if dt in ("f32", "f16", "bf16") else "i64")
@@ -59,23 +107,19 @@ def vec_of(dt: str) -> int:
     return 16 // ITEMSIZE[dt]
 
 
+def _op_dtypes(ops):
+    """(op, dtype) pairs wired for ``ops`` (mean: float dtypes only)."""
+    return [(op, dt) for op, dt in product(ops, DTYPES) if not (op == "mean" and dt in INT_DTYPES)]
+
+
 def _reduce_space():
-    for op in OPS:
-        for dt in DTYPES:
-            if op == "mean" and dt in INT_DTYPES:
-                continue
-            for ix in INDEX:
-                for vec in (1, vec_of(dt)):
-                    for tps in TPS:
-                        yield dict(op=op, dtype=dt, index=ix, vec=vec, tps=tps)
+    for op, dt in _op_dtypes(OPS):
+        for ix, vec, tps in product(INDEX, (1, vec_of(dt)), TPS):
+            yield SegmentReduceKnobs(op, dt, ix, vec, tps)
 
 
 def _bw_space():
-    for op in BW_OPS:
-        for dt in DTYPES:
-            if op == "mean" and dt in INT_DTYPES:
-                continue
-            yield dict(op=op, dtype=dt)
+    return (SegmentBwKnobs(op, dt) for op, dt in _op_dtypes(BW_OPS))
 
 
 SEGMENT_KEYS = register(KernelTemplate(
@@ -83,8 +127,9 @@ SEGMENT_KEYS = register(KernelTemplate(
     family="segment",
     module="baracuda_dsl.ops.segment.kernels.segment_prep",
     params=params("ids:ptr keys:ptr status:ptr n:i64 m:i64 xs:i64 has_status:i32"),
-    space=lambda: iter([dict(kind="keys", index="i32"), dict(kind="keys", index="i64")]),
-    geometry=lambda k: LaunchGeometry(threads=256, smem_bytes=0),
+    space=lambda: (SegmentKeysKnobs("keys", ix) for ix in INDEX),
+    geometry=lambda k: LaunchGeometry(threads=PREP_THREADS, smem_bytes=0),
+    knobs=SegmentKeysKnobs,
 ))
 
 SEGMENT_OFFSETS = register(KernelTemplate(
@@ -92,8 +137,9 @@ SEGMENT_OFFSETS = register(KernelTemplate(
     family="segment",
     module="baracuda_dsl.ops.segment.kernels.segment_prep",
     params=params("keys:ptr off:ptr n:i64 m:i64"),
-    space=lambda: iter([dict(kind="offsets")]),
-    geometry=lambda k: LaunchGeometry(threads=256, smem_bytes=0),
+    space=lambda: iter([SegmentOffsetsKnobs("offsets")]),
+    geometry=lambda k: LaunchGeometry(threads=PREP_THREADS, smem_bytes=0),
+    knobs=SegmentOffsetsKnobs,
 ))
 
 SEGMENT_BAG = register(KernelTemplate(
@@ -102,9 +148,9 @@ SEGMENT_BAG = register(KernelTemplate(
     module="baracuda_dsl.ops.segment.kernels.segment_prep",
     params=params("perm:ptr offs:ptr idx:ptr psw:ptr inv:ptr rows:ptr w:ptr n:i64 nofs:i64 "
                   "nbags:i64 os:i64 xs:i64 pws:i64 pad:i64 m:i64 flags:i32"),
-    space=lambda: iter([dict(kind=kd, index=ix, acc=a) for kd in ("count", "map")
-                        for ix in INDEX for a in ("f32", "f64")]),
-    geometry=lambda k: LaunchGeometry(threads=256, smem_bytes=0),
+    space=lambda: (SegmentBagKnobs(*k) for k in product(("count", "map"), INDEX, ("f32", "f64"))),
+    geometry=lambda k: LaunchGeometry(threads=PREP_THREADS, smem_bytes=0),
+    knobs=SegmentBagKnobs,
 ))
 
 SEGMENT_REDUCE = register(KernelTemplate(
@@ -116,6 +162,7 @@ SEGMENT_REDUCE = register(KernelTemplate(
                   "ocs:i64 obs:i64 ps:i64 os:i64 wsd:i64 pad:i64 b0:i64 alpha:f64 flags:i32"),
     space=_reduce_space,
     geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=0),
+    knobs=SegmentReduceKnobs,
 ))
 
 SEGMENT_BW = register(KernelTemplate(
@@ -126,4 +173,5 @@ SEGMENT_BW = register(KernelTemplate(
                   "dycs:i64 dybs:i64 dxrs:i64 dxcs:i64 dxbs:i64 b0:i64"),
     space=_bw_space,
     geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=0),
+    knobs=SegmentBwKnobs,
 ))
