@@ -46,7 +46,7 @@ from ...tensor import TensorView, check_shape, contiguous_strides
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 from ..scan.compaction import CompactArgs, CompactDescriptor, CompactPlan
 from ..shape.repeat import (COPY_DTYPES, StridedCopyArgs, StridedCopyDescriptor, StridedCopyPlan,
-                            copy_precision, pad_dims)
+                            copy_precision, interned, pad_dims)
 from .specs import indexing as spec
 INDEX_DTYPES = (int32, int64)
 REDUCES = ("assign", "add", "amax", "amin")
@@ -111,21 +111,17 @@ def _axis_geometry(shape, a_strides, i_strides, b_strides):
 
 
 class _AxisLauncher:
-    """Builds (and memoises per rank / wide) the knobs of one gather_axis mode and launches
-    it: ``a`` is the axis-indexed operand, ``b`` the index-shaped one."""
+    """The knobs (one object per rank / wide, interned on the plan) of one gather_axis mode and
+    its launch: ``a`` is the axis-indexed operand, ``b`` the index-shaped one."""
 
     def __init__(self, plan: Plan, mode: str, itemsize: int, dtype: str, index: str):
         self.plan = plan
         self.base = (mode, itemsize, dtype, index)
-        self.knobs = {}
 
     def knob(self, rank: int, wide: int) -> spec.GatherAxisKnobs:
-        k = self.knobs.get((rank, wide))
-        if k is None:
-            mode, isz, dt, ix = self.base
-            k = self.knobs[(rank, wide)] = spec.GatherAxisKnobs(mode=mode, itemsize=isz, dtype=dt,
-                                                                rank=rank, wide=wide, index=ix)
-        return k
+        mode, isz, dt, ix = self.base
+        return interned(self.plan, spec.GatherAxisKnobs(mode=mode, itemsize=isz, dtype=dt,
+                                                        rank=rank, wide=wide, index=ix))
 
     def launch(self, a: TensorView, axis: int, idx: TensorView, b_ptr: int, b_strides,
                status, stream: int, shape=None, idx_strides=None) -> None:
@@ -235,7 +231,6 @@ class IndexSelectPlan(Plan):
         d = self.desc
         self._out_shape = d.out_shape
         self._n = prod(self._out_shape)
-        self._row_knobs = {}
         self._fallback = _AxisLauncher(self, "gather", d.dtype.itemsize, "any", d.index.short)
         geo = _rows_geometry(d.shape, d.axis, d.n_index, contiguous_strides(d.shape),
                              contiguous_strides(self._out_shape), d.dtype.itemsize, 0, 0)
@@ -243,11 +238,8 @@ class IndexSelectPlan(Plan):
                          copy_precision(d.dtype))
 
     def _row_knob(self, word: int, tpr: int) -> spec.IndexRowsKnobs:
-        k = self._row_knobs.get((word, tpr))
-        if k is None:
-            k = self._row_knobs[(word, tpr)] = spec.IndexRowsKnobs(
-                itemsize=word, index=self.desc.index.short, tpr=tpr)
-        return k
+        return interned(self, spec.IndexRowsKnobs(itemsize=word, index=self.desc.index.short,
+                                                  tpr=tpr))
 
     def is_empty(self) -> bool:
         return self._n == 0
@@ -747,17 +739,14 @@ class OneHotPlan(Plan):
         self._total = self._n * d.num_classes
         if -(-self._total // spec.HOT_THREADS) > _GRID_MAX:
             raise UnsupportedError(f"OneHot: {self._total} outputs exceed the grid limit")
-        self._knobs = {}
         cs = collapse_dims(d.shape, contiguous_strides(d.shape))[0]
         self._sku = _sku(self, "one_hot", spec.ONE_HOT, self._knob(spec.rank_for(len(cs))),
                          copy_precision(d.dtype))
 
     def _knob(self, rank: int) -> spec.OneHotKnobs:
-        k = self._knobs.get(rank)
-        if k is None:
-            k = self._knobs[rank] = spec.OneHotKnobs(itemsize=self.desc.dtype.itemsize,
-                                                     index=self.desc.index.short, rank=rank)
-        return k
+        d = self.desc
+        return interned(self, spec.OneHotKnobs(itemsize=d.dtype.itemsize, index=d.index.short,
+                                               rank=rank))
 
     def is_empty(self) -> bool:
         return self._total == 0

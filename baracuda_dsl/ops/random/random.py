@@ -265,8 +265,11 @@ class DropoutBackwardArgs:
 
 
 class _DropoutBase(Plan):
-    """Shared plan and launch of the dropout forward / backward: ``_views(args)`` gives the
-    (input, output, mask or None) views."""
+    """Shared plan and launch of the dropout forward / backward: the Args (``_args_type``) name
+    their input and output in ``_io``; ``_mask`` gives the optional mask output."""
+
+    _args_type: type = object
+    _io = ("x", "y")
 
     def _plan(self) -> None:
         d = self.desc
@@ -281,13 +284,20 @@ class _DropoutBase(Plan):
     def is_empty(self) -> bool:
         return self._n == 0
 
-    def _views(self, args):
-        """(input, output, mask or None) views of the Args."""
-        raise NotImplementedError
+    def _mask(self, args, device: int):
+        """The optional mask output view (None: none, as for the backward)."""
+        return None
 
     def _bind(self, args):
-        x, y, m = self._views(args)
-        return x, y, m, _seed_word(args.seed), _offset_word(args.offset)
+        if not isinstance(args, self._args_type):
+            raise InvalidProblemError(f"{type(self).__name__}.run needs "
+                                      f"{self._args_type.__name__}, got {type(args).__name__}")
+        d = self.desc
+        a, b = self._io
+        x = _flat_view(getattr(args, a), a, d.shape, d.dtype)
+        y = _flat_view(getattr(args, b), b, d.shape, d.dtype, x.device)
+        return (x, y, self._mask(args, x.device), _seed_word(args.seed),
+                _offset_word(args.offset))
 
     def _launch(self, bound, stream: int, ws) -> None:
         x, y, mask, seed, offset = bound
@@ -305,36 +315,24 @@ class DropoutPlan(_DropoutBase):
     no workspace; deterministic in (seed, offset)."""
 
     descriptor = DropoutDescriptor
+    _args_type = DropoutArgs
 
-    def _views(self, args):
-        if not isinstance(args, DropoutArgs):
-            raise InvalidProblemError(f"DropoutPlan.run needs DropoutArgs, got "
-                                      f"{type(args).__name__}")
+    def _mask(self, args, device: int):
+        if args.mask is None:
+            return None
         d = self.desc
-        x = _flat_view(args.x, "x", d.shape, d.dtype)
-        y = _flat_view(args.y, "y", d.shape, d.dtype, x.device)
-        m = None
-        if args.mask is not None:
-            mv = view_arg(args.mask, "mask", shape=d.shape, device=x.device, align=4)
-            if mv.dtype not in (_dt.uint8, _dt.bool_):
-                raise UnsupportedError(f"mask: dtype {mv.dtype.name}; wired: uint8, bool")
-            m = _flat_view(args.mask, "mask", d.shape, mv.dtype, x.device)
-        return x, y, m
+        mv = view_arg(args.mask, "mask", shape=d.shape, device=device, align=4)
+        if mv.dtype not in (_dt.uint8, _dt.bool_):
+            raise UnsupportedError(f"mask: dtype {mv.dtype.name}; wired: uint8, bool")
+        return _flat_view(args.mask, "mask", d.shape, mv.dtype, device)
 
 
 class DropoutBackwardPlan(_DropoutBase):
     """dx = dy·keep/(1−p), keep regenerated from (seed, offset): one read + one write."""
 
     descriptor = DropoutBackwardDescriptor
-
-    def _views(self, args):
-        if not isinstance(args, DropoutBackwardArgs):
-            raise InvalidProblemError(f"DropoutBackwardPlan.run needs DropoutBackwardArgs, got "
-                                      f"{type(args).__name__}")
-        d = self.desc
-        dy = _flat_view(args.dy, "dy", d.shape, d.dtype)
-        dx = _flat_view(args.dx, "dx", d.shape, d.dtype, dy.device)
-        return dy, dx, None
+    _args_type = DropoutBackwardArgs
+    _io = ("dy", "dx")
 
 
 # ============================================================================== Gumbel-softmax

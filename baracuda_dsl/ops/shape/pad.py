@@ -41,7 +41,7 @@ from ...errors import InvalidProblemError, UnsupportedError
 from ...plan import Plan, check_dtype, prod
 from ...tensor import TensorView, check_shape, contiguous_strides
 from .repeat import (COPY_DTYPES, StridedCopyArgs, StridedCopyDescriptor, StridedCopyPlan,
-                     dense_grad_views, io_views, pad_dims, shape_sku)
+                     dense_grad_views, interned, io_views, pad_dims, shape_sku)
 from .specs import pad_bw2d as bw2d
 from .specs import remap as spec
 from .specs import repeat as rspec
@@ -476,7 +476,6 @@ class PadBackwardPlan(Plan):
             self._sku = shape_sku(self, "pad_backward", rspec.STRIDED_COPY)
             return
         self._copy = None
-        self._knobs = {}
         self._knobs2d = None
         fast = self.pref.tuning_for(PadTuning).fast_2d
         if fast and _bw2d_geometry(d.mode, d.shape, self._out_shape, self._los, dense) is not None:
@@ -488,11 +487,8 @@ class PadBackwardPlan(Plan):
                               summed=True)
 
     def _rank_knobs(self, rank: int) -> spec.PadBwKnobs:
-        k = self._knobs.get(rank)
-        if k is None:
-            d = self.desc
-            k = self._knobs[rank] = spec.PadBwKnobs(dtype=d.dtype.short, mode=d.mode, rank=rank)
-        return k
+        d = self.desc
+        return interned(self, spec.PadBwKnobs(dtype=d.dtype.short, mode=d.mode, rank=rank))
 
     def is_empty(self) -> bool:
         return self._n == 0

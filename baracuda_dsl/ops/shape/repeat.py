@@ -183,6 +183,12 @@ def shape_sku(plan: Plan, op: str, template, knobs=None, *, summed: bool = False
                      knobs=() if knobs is None else freeze_knobs(knobs))
 
 
+def interned(plan: Plan, knobs):
+    """``plan``'s one knobs object equal to ``knobs`` (``Plan._kernel`` memoises the loaded
+    kernel by the identity of the knobs object, so a plan hands it the same object each time)."""
+    return plan.__dict__.setdefault("_interned_knobs", {}).setdefault(knobs, knobs)
+
+
 def check_dense(v: TensorView, name: str) -> TensorView:
     """UnsupportedError unless the output view ``v`` is dense row-major (or empty)."""
     if v.numel and not v.is_contiguous():
@@ -230,8 +236,25 @@ class _CopyPlanBase(Plan):
 
 
 # =============================================================================== Repeat
+class _RepeatProblem:
+    """What the repeat descriptors share: ``shape`` / ``repeats`` as tuples, ``dtype`` checked
+    against the class's ``_dtypes`` (error prefix ``_what``), and ``out_shape``."""
+
+    _dtypes: Tuple[DType, ...] = ()
+    _what = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(self.shape))
+        object.__setattr__(self, "repeats", tuple(self.repeats))
+        object.__setattr__(self, "dtype", check_dtype(self.dtype, self._dtypes, self._what))
+
+    @property
+    def out_shape(self) -> Tuple[int, ...]:
+        return repeat_out_shape(self.shape, self.repeats)
+
+
 @dataclass(frozen=True)
-class RepeatDescriptor:
+class RepeatDescriptor(_RepeatProblem):
     """out = x.repeat(*repeats) (torch semantics): ``shape`` is x's shape (rank ≤ 8),
     ``repeats`` one count ≥ 0 per output dim (``len(repeats) >= len(shape)``), any dtype."""
 
@@ -239,14 +262,8 @@ class RepeatDescriptor:
     repeats: Tuple[int, ...]
     dtype: DType = float32
 
-    def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(self.shape))
-        object.__setattr__(self, "repeats", tuple(self.repeats))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, COPY_DTYPES, "Repeat"))
-
-    @property
-    def out_shape(self) -> Tuple[int, ...]:
-        return repeat_out_shape(self.shape, self.repeats)
+    _dtypes = COPY_DTYPES
+    _what = "Repeat"
 
 
 @dataclass
@@ -325,7 +342,7 @@ def strided_copy_plan(shape, dt) -> StridedCopyPlan:
 
 # ====================================================================== RepeatBackward
 @dataclass(frozen=True)
-class RepeatBackwardDescriptor:
+class RepeatBackwardDescriptor(_RepeatProblem):
     """dx = Σ over the tiles of dy, the gradient of ``x.repeat(*repeats)``: ``shape`` is x's
     shape, dy has ``repeat_out_shape(shape, repeats)``; dtypes f32, f16, bf16, f64."""
 
@@ -333,14 +350,8 @@ class RepeatBackwardDescriptor:
     repeats: Tuple[int, ...]
     dtype: DType = float32
 
-    def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(self.shape))
-        object.__setattr__(self, "repeats", tuple(self.repeats))
-        object.__setattr__(self, "dtype", check_dtype(self.dtype, FP4, "RepeatBackward"))
-
-    @property
-    def out_shape(self) -> Tuple[int, ...]:
-        return repeat_out_shape(self.shape, self.repeats)
+    _dtypes = FP4
+    _what = "RepeatBackward"
 
 
 @dataclass
@@ -388,16 +399,12 @@ class RepeatBackwardPlan(Plan):
         self._reps, self._shape = reps, shape
         self._dy_shape = repeat_out_shape(shape, reps)
         self._n = prod(shape)
-        self._knobs = {}
         rank, _ = _bw_geometry(shape, reps, contiguous_strides(self._dy_shape))
         self._sku = shape_sku(self, "repeat_backward", spec.REPEAT_BW, self._rank_knobs(rank),
                               summed=True)
 
     def _rank_knobs(self, rank: int) -> spec.RepeatBwKnobs:
-        k = self._knobs.get(rank)
-        if k is None:
-            k = self._knobs[rank] = spec.RepeatBwKnobs(dtype=self.desc.dtype.short, rank=rank)
-        return k
+        return interned(self, spec.RepeatBwKnobs(dtype=self.desc.dtype.short, rank=rank))
 
     def is_empty(self) -> bool:
         return self._n == 0

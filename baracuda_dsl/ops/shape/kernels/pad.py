@@ -15,7 +15,8 @@ coordinate is ``q = c - l`` mapped by the mode:
 The output is walked as rows (the outer dims) × cols (the innermost dim): a CTA covers a tile
 of rows × cols chosen by the ``tile`` knob; a thread's rows are consecutive (the first is
 decomposed by division, the others stepped with a carry chain) and its columns' source
-coordinates are remapped once; each thread loads all its words first, then stores them.  Words are opaque ``itemsize``-byte integers, so one SKU serves every
+coordinates are remapped once; each thread loads all its words first, then stores them.  Words
+are opaque ``itemsize``-byte integers, so one SKU serves every
 dtype of that size; masked / out-of-range elements are never read.  ``wide=0``: Int32 index math.
 """
 

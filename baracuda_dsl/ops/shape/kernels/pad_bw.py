@@ -17,7 +17,7 @@ from cutlass import Int32, Int64
 from ....blocks.reduction_base import compute_type, element_type
 from ..specs.remap import BW_THREADS as THREADS, PadBwKnobs
 from .pad_sources import pad_sources
-from .words import example_args, gmem_ptr, groups, split_stream
+from .words import example_args, gmem_ptr, grouped_launcher
 
 
 def build(knobs: PadBwKnobs):
@@ -70,12 +70,5 @@ def build(knobs: PadBwKnobs):
             out = cute.make_tensor(pdx + i, cute.make_layout(1))
             out[0] = T(acc)
 
-    @cute.jit
-    def launch(pdy: cute.Pointer, pdx: cute.Pointer, n: Int64, *rest):
-        dims, stream = split_stream(rest)
-        kernel(pdy, pdx, n, *groups(dims)).launch(
-            grid=[Int32((n + THREADS - 1) // THREADS), 1, 1],
-            block=[THREADS, 1, 1], smem=0, stream=stream)
-
     isz = T.width // 8
-    return launch, example_args([gmem_ptr(T, isz), gmem_ptr(T, isz)], 33)
+    return grouped_launcher(kernel, THREADS), example_args([gmem_ptr(T, isz), gmem_ptr(T, isz)], 33)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Int32, Int64
+from cutlass import Int64
 
 from ....blocks.reduction_base import compute_type, element_type
 from ..specs.repeat import BW_THREADS as THREADS, RepeatBwKnobs
-from .words import example_args, gmem_ptr, groups, split_stream
+from .words import example_args, gmem_ptr, grouped_launcher
 
 
 def build(knobs: RepeatBwKnobs):
@@ -59,12 +59,5 @@ def build(knobs: RepeatBwKnobs):
             out = cute.make_tensor(pdx + i, cute.make_layout(1))
             out[0] = T(acc)
 
-    @cute.jit
-    def launch(pdy: cute.Pointer, pdx: cute.Pointer, n: Int64, *rest):
-        dims, stream = split_stream(rest)
-        kernel(pdy, pdx, n, *groups(dims)).launch(
-            grid=[Int32((n + THREADS - 1) // THREADS), 1, 1],
-            block=[THREADS, 1, 1], smem=0, stream=stream)
-
     isz = T.width // 8
-    return launch, example_args([gmem_ptr(T, isz), gmem_ptr(T, isz)], 33)
+    return grouped_launcher(kernel, THREADS), example_args([gmem_ptr(T, isz), gmem_ptr(T, isz)], 33)

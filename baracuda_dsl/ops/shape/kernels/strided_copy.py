@@ -20,7 +20,7 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
 from ..specs.repeat import COPY_ILP as ILP, COPY_THREADS as THREADS, CopyKnobs
-from .words import WORD, example_args, gmem_ptr, groups, split_stream
+from .words import WORD, example_args, gmem_ptr, grouped_launcher
 
 
 def build(knobs: CopyKnobs):
@@ -69,11 +69,5 @@ def build(knobs: CopyKnobs):
                 g = cute.make_tensor(pdst + Int64(dof[j]), cute.make_layout(1))
                 g[0] = frag[j]
 
-    @cute.jit
-    def launch(psrc: cute.Pointer, pdst: cute.Pointer, n: Int64, *rest):
-        dims, stream = split_stream(rest)
-        kernel(psrc, pdst, n, *groups(dims)).launch(
-            grid=[Int32((n + THREADS * ILP - 1) // (THREADS * ILP)), 1, 1],
-            block=[THREADS, 1, 1], smem=0, stream=stream)
-
-    return launch, example_args([gmem_ptr(W, isz), gmem_ptr(W, isz)], 33)
+    return (grouped_launcher(kernel, THREADS, ILP),
+            example_args([gmem_ptr(W, isz), gmem_ptr(W, isz)], 33))

@@ -12,7 +12,8 @@ them into a padded shared-memory tile (row pitch ``T + max(1, 4 // itemsize)`` w
 free), synchronises, then writes with consecutive threads walking ``B`` (coalesced destination
 writes).  Elements are opaque ``itemsize``-byte words, so one SKU serves every dtype of that size.
 The linear block index decodes ``(batch…, tile_a, tile_b)`` in Int32 (grid < 2^31); batch
-offsets and tile bases are Int64, in-tile offsets Int32 (the plan guarantees ``T·max(|sb|, |da|) < 2^31``).  Edge tiles are
+offsets and tile bases are Int64, in-tile offsets Int32 (the plan guarantees
+``T·max(|sb|, |da|) < 2^31``).  Edge tiles are
 predicated (A, B need not be multiples of T); nothing outside the views is touched.
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Int64
+from cutlass import Int32, Int64
 
 #: opaque word type per size in bytes
 WORD = {1: cutlass.Uint8, 2: cutlass.Uint16, 4: cutlass.Uint32, 8: cutlass.Uint64,
@@ -40,3 +40,18 @@ def example_args(ptrs, n_i64: int, tail=()):
     from cutlass.cute.runtime import make_fake_stream
 
     return list(ptrs) + [Int64(1)] * n_i64 + list(tail) + [make_fake_stream()]
+
+
+def grouped_launcher(kernel, threads: int, per_thread: int = 1):
+    """The host ``launch(src, dst, n, *dims, stream)`` of ``kernel(src, dst, n, *groups(dims))``
+    over ``n`` items, ``threads · per_thread`` items per CTA (a 1-D grid)."""
+    per = threads * per_thread
+
+    @cute.jit
+    def launch(psrc: cute.Pointer, pdst: cute.Pointer, n: Int64, *rest):
+        dims, stream = split_stream(rest)
+        kernel(psrc, pdst, n, *groups(dims)).launch(
+            grid=[Int32((n + per - 1) // per), 1, 1], block=[threads, 1, 1], smem=0,
+            stream=stream)
+
+    return launch

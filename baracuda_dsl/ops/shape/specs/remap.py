@@ -93,25 +93,22 @@ def _bw_space():
 _REMAP_PARAMS = (f"src:ptr dst:ptr nrows:i64 ncb:i64 {dims_params('o')} {dims_params('e')} "
                  f"{dims_params('l')} {dims_params('s')} f0:i64 f1:i64 kd:i64")
 
-PAD = register(KernelTemplate(
-    name="pad_remap",
-    family="shape",
-    module="baracuda_dsl.ops.shape.kernels.pad",
-    params=params(_REMAP_PARAMS),
-    space=_space(KERNEL_PAD_MODES),
-    geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=0),
-    knobs=RemapKnobs,
-))
+def _remap_template(name: str, kernel: str, modes) -> KernelTemplate:
+    """Register the remap template ``name`` (kernel module ``kernels/<kernel>.py``) over
+    ``modes``: ``pad_remap`` and ``tri_mask`` share the ABI, knobs and geometry."""
+    return register(KernelTemplate(
+        name=name,
+        family="shape",
+        module=f"baracuda_dsl.ops.shape.kernels.{kernel}",
+        params=params(_REMAP_PARAMS),
+        space=_space(modes),
+        geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=0),
+        knobs=RemapKnobs,
+    ))
 
-TRI = register(KernelTemplate(
-    name="tri_mask",
-    family="shape",
-    module="baracuda_dsl.ops.shape.kernels.tri",
-    params=params(_REMAP_PARAMS),
-    space=_space(TRI_MODES),
-    geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=0),
-    knobs=RemapKnobs,
-))
+
+PAD = _remap_template("pad_remap", "pad", KERNEL_PAD_MODES)
+TRI = _remap_template("tri_mask", "tri", TRI_MODES)
 
 PAD_BW = register(KernelTemplate(
     name="pad_bw",
