@@ -6,7 +6,7 @@ loader all speak these types, and none of them has to import another to do so.
 Every kernel entry in this package takes only scalars: device pointers (``ptr``, 8 bytes) and
 numbers (``i32``, ``i64``, ``f32``, ``f64``) — plus, for TMA kernels (sm90a), ``tmap``: a
 128-byte CUtensorMap passed by value (``.param .align 64 .b8 name[128]``; the value is a
-128-byte ``bytes`` object encoded on the host, e.g. ``ops.gemm.specs.gemm_sm90.operand_tmap``).
+128-byte ``bytes`` object encoded on the host, e.g. by ``ops.gemm.tensor_maps``).
 Tensors are rebuilt inside the kernel from pointer + shape/stride scalars, so the entry's
 parameter list is exactly the declared :class:`Param` tuple.  The compiler checks that against the PTX entry signature before caching a SKU.
 

@@ -188,6 +188,9 @@ def n_sets_for(*nbytes) -> int:
 
 def kernel_name(tmpl, knobs) -> str:
     """``template:tile`` (``c2`` appended for the 2-CTA cluster SKU)."""
+    from baracuda_dsl.jit import freeze_knobs
+
+    knobs = dict(freeze_knobs(knobs))
     tile = knobs.get("tile", "simt")
     if int(knobs.get("cluster", 1)) > 1:
         tile += f"c{knobs['cluster']}"
@@ -223,6 +226,7 @@ def runner(torch, plan):
 
 # -- cases -----------------------------------------------------------------------------------
 def _case(torch, dtype, m, n, k, nt, variants=False):
+    from baracuda_dsl import GemmTuning, PlanPreference
     from baracuda_dsl.ops.gemm.gemm import GemmArgs, GemmDescriptor, GemmPlan
 
     tdt = getattr(torch, dtype)
@@ -256,7 +260,8 @@ def _case(torch, dtype, m, n, k, nt, variants=False):
                err=err, ok=err < TOL, sets=ns)
     if variants and plan.sku().arch.value == "sm90a":
         for key, _hdr, tile in VARIANTS:
-            p2, e = H.safe(GemmPlan.select, desc, tile=tile or _mma_tile(m, n))
+            p2, e = H.safe(GemmPlan.select, desc,
+                           PlanPreference(tuning=GemmTuning(tile=tile or _mma_tile(m, n))))
             if p2 is None:                      # not wired for this problem: "—"
                 row[f"{key}_tflops"], row[f"{key}_err"] = None, e
                 continue

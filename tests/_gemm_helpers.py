@@ -1,12 +1,22 @@
-"""Helpers shared by the GEMM GPU tests (test_gemm_tf32_gpu, test_gemm_sm90_gpu,
+"""Helpers shared by the GEMM tests (the GPU tests test_gemm_tf32_gpu, test_gemm_sm90_gpu,
 test_gemm_int_gpu; test_gemm_gpu's own copies map onto these): float64 references with every
 epilogue, the relative Frobenius error, operand builders (dense / transposed views, padded
-leading dims, random int8 / uint8), poisoned outputs and module loaders that skip cleanly.
+leading dims, random int8 / uint8), poisoned outputs and module loaders that skip cleanly; and
+:func:`tuned` (a preference with a GemmTuning record), used by the CPU tests too.
 Importable without torch or a GPU (the helpers take the torch module as an argument)."""
 
+import dataclasses
 import math
 
 import pytest
+
+import baracuda_dsl as bd
+
+
+def tuned(pref=None, **tuning):
+    """``pref`` (default: ``PlanPreference()``) with ``GemmTuning(**tuning)`` (tile, splits)."""
+    return dataclasses.replace(bd.PlanPreference() if pref is None else pref,
+                               tuning=bd.GemmTuning(**tuning))
 
 #: ‖out − ref‖ / ‖ref‖ bounds by input dtype (f16 / bf16: f32 accumulate, output rounding)
 TOL = {"bfloat16": 1e-2, "float16": 5e-3, "float32": 1e-5, "float64": 1e-12}

@@ -223,8 +223,8 @@ def fake(monkeypatch):
             np.frombuffer(pattern, np.uint8), count)
         return True
 
-    def launch(self, args, stream, ws):
-        a, b, c, bias = self._views(args)
+    def launch(self, bound, stream, ws):
+        a, b, c, bias = bound
         d = self.desc
         rec.gemms.append((d, a, b, c))
         r = d.alpha * (_host(a).astype(np.float64) @ _host(b).astype(np.float64))
@@ -255,7 +255,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(_dev, "htod", lambda p, h: ctypes.memmove(p, h.ctypes.data, h.nbytes))
     monkeypatch.setattr(_dev, "dtoh", lambda h, p: ctypes.memmove(h.ctypes.data, p, h.nbytes))
     monkeypatch.setattr(_dev, "memset", memset)
-    monkeypatch.setattr(gm, "plan_arch", lambda pref: bd.ArchSku.SM90A)
+    monkeypatch.setattr(bd.plan, "plan_arch", lambda pref: bd.ArchSku.SM90A)
     monkeypatch.setattr(gm.GemmPlan, "_launch", launch)
     monkeypatch.setattr(_copy, "copy_strided", copy_strided)
     monkeypatch.setattr(_dispatch, "cast", cast)

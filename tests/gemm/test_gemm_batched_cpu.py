@@ -11,6 +11,7 @@ from baracuda_dsl.ops.gemm.gemm_batched import (BatchedGemmArgs, BatchedGemmDesc
                                                 BatchedGemmPlan, GroupedGemmArgs,
                                                 GroupedGemmDescriptor, GroupedGemmPlan)
 from baracuda_dsl.tensor import TensorView, contiguous_strides
+from _gemm_helpers import tuned
 
 PREF = bd.PlanPreference(arch=bd.ArchSku.SM90A)
 BASE = 1 << 20
@@ -66,11 +67,12 @@ def test_batched_select_reports_gemm_sku():
     g = GemmPlan.select(GemmDescriptor(4096, 4096, 4096, "bf16"), PREF)
     assert p.sku() == g.sku() and p.gemm_plan.sku() == g.sku()
     assert p.workspace_size() == 0 and p.precision_guarantee().accumulator is float32
-    q = BatchedGemmPlan.select(BatchedGemmDescriptor(2, 64, 64, 64, "f16"), PREF, tile="simt")
+    q = BatchedGemmPlan.select(BatchedGemmDescriptor(2, 64, 64, 64, "f16"),
+                               tuned(PREF, tile="simt"))
     assert q.sku().template == "gemm_simt"
     with pytest.raises(bd.UnsupportedError):
-        BatchedGemmPlan.select(BatchedGemmDescriptor(2, 64, 64, 64, "f32"), PREF,
-                               tile="128x128")
+        BatchedGemmPlan.select(BatchedGemmDescriptor(2, 64, 64, 64, "f32"),
+                               tuned(PREF, tile="128x128"))
     for arch in bd.ArchSku:
         r = BatchedGemmPlan.select(BatchedGemmDescriptor(2, 64, 64, 64, "f64"),
                                    bd.PlanPreference(arch=arch))
@@ -247,7 +249,7 @@ def test_batched_one_launch(launches, record):
     bias = tv((B, n), bfloat16, (n + 1, 1), off=1 << 19)
     args = BatchedGemmArgs(a, b, c, bias)
     t, kn, batched = p.kernel_for(args)
-    assert t.name == "gemm_mma" and batched and kn["tile"] == "16x32"
+    assert t.name == "gemm_mma" and batched and kn.tile == "16x32"
     p.run(args, stream=9)
     assert record == []                                               # no per-entry loop
     (name, kn, grid, la, s), = launches
@@ -315,9 +317,10 @@ def test_batched_split_k_only_for_batch_1(record):
         one.run(args)
     one.run(args, workspace=Workspace(1 << 30, one.workspace_size()))
     assert len(record) == 1
-    assert BatchedGemmPlan.select(BatchedGemmDescriptor(1, 16, 4096, 4096, "bf16"), PREF,
-                                  splits=3).gemm_plan.splits == 3
+    assert BatchedGemmPlan.select(BatchedGemmDescriptor(1, 16, 4096, 4096, "bf16"),
+                                  tuned(PREF, splits=3)).gemm_plan.splits == 3
     many = BatchedGemmPlan.select(BatchedGemmDescriptor(2, 16, 4096, 4096, "bf16"), PREF)
     assert many.gemm_plan.splits == 1 and many.workspace_size() == 0
     with pytest.raises(bd.UnsupportedError):
-        BatchedGemmPlan.select(BatchedGemmDescriptor(2, 16, 4096, 4096, "bf16"), PREF, splits=2)
+        BatchedGemmPlan.select(BatchedGemmDescriptor(2, 16, 4096, 4096, "bf16"),
+                               tuned(PREF, splits=2))

@@ -5,7 +5,9 @@ import pytest
 import baracuda_dsl as bd
 from baracuda_dsl.dtypes import bfloat16, float16, float32, float64
 from baracuda_dsl.ops.gemm.gemm import GemmArgs, GemmDescriptor, GemmPlan
+from baracuda_dsl.ops.gemm.specs.gemm import SimtKnobs
 from baracuda_dsl.tensor import TensorView
+from _gemm_helpers import tuned
 
 # the mma.sync / SIMT choices (sm80 and sm89; on sm90a large f16/bf16 grids take gemm_sm90,
 # see test_gemm_sm90_cpu.py)
@@ -50,9 +52,9 @@ def test_descriptor_validation():
     with pytest.raises(bd.InvalidProblemError):
         GemmPlan.select("not a descriptor", PREF)
     with pytest.raises(bd.UnsupportedError):
-        GemmPlan.select(GemmDescriptor(1, 1, 1, "f32"), PREF, tile="128x128")
+        GemmPlan.select(GemmDescriptor(1, 1, 1, "f32"), tuned(PREF, tile="128x128"))
     with pytest.raises(bd.UnsupportedError):
-        GemmPlan.select(GemmDescriptor(1, 1, 1, "f16"), PREF, tile="256x256")
+        GemmPlan.select(GemmDescriptor(1, 1, 1, "f16"), tuned(PREF, tile="256x256"))
 
 
 def test_args_validation():
@@ -92,8 +94,8 @@ def test_sku_choice_and_tiles():
     assert big.sku().template == "gemm_mma" and kn["tile"] == "128x128" and kn["act"] == "none"
     assert big.sku().category is bd.OpCategory.GEMM
     assert big.precision_guarantee().accumulator is float32
-    small = GemmPlan.select(GemmDescriptor(200, 512, 4096, "f16", epilogue="bias_gelu"), PREF,
-                            splits=1)
+    small = GemmPlan.select(GemmDescriptor(200, 512, 4096, "f16", epilogue="bias_gelu"),
+                            tuned(PREF, splits=1))
     kn = dict(small.sku().knobs)
     assert kn["tile"] == "64x64" and kn["act"] == "gelu" and kn["dtype"] == "f16"
     assert small.splits == 1 and small.workspace_size() == 0
@@ -105,13 +107,13 @@ def test_sku_choice_and_tiles():
     dec = GemmPlan.select(GemmDescriptor(16, 4096, 4096, "bf16"), PREF)
     assert dict(dec.sku().knobs)["tile"] == "16x32"
     a, b, c = row(16, 4096, bfloat16), col(4096, 4096, bfloat16), row(16, 4096, bfloat16)
-    assert dec.kernel_for(GemmArgs(a, b, c))[1]["tile"] == "16x32"
+    assert dec.kernel_for(GemmArgs(a, b, c))[1].tile == "16x32"
     # the decode tile has no m-major a SKU: 64x64 serves it
     kn = dec.kernel_for(GemmArgs(col(16, 4096, bfloat16), b, c))[1]
-    assert kn["tile"] == "64x64" and kn["a_major"] == "m"
+    assert kn.tile == "64x64" and kn.a_major == "m"
     assert dict(GemmPlan.select(GemmDescriptor(17, 4096, 4096, "bf16"),
                                 PREF).sku().knobs)["tile"] == "64x64"
-    forced = GemmPlan.select(GemmDescriptor(16, 4096, 4096, "f16"), PREF, tile="128x128")
+    forced = GemmPlan.select(GemmDescriptor(16, 4096, 4096, "f16"), tuned(PREF, tile="128x128"))
     assert dict(forced.sku().knobs)["tile"] == "128x128"
     f32 = GemmPlan.select(GemmDescriptor(64, 64, 64, "f32"), PREF)
     assert f32.sku().template == "gemm_simt"
@@ -132,8 +134,8 @@ def test_layout_routing(am, bm):
     b = col(k, n, bfloat16) if bm == "k" else row(k, n, bfloat16)
     c = row(m, n, bfloat16)
     t, kn = p.kernel_for(GemmArgs(a, b, c))
-    assert t.name == "gemm_mma" and kn["a_major"] == am and kn["b_major"] == bm
-    assert kn["tile"] == "64x64"
+    assert t.name == "gemm_mma" and kn.a_major == am and kn.b_major == bm
+    assert kn.tile == "64x64"
     from baracuda_dsl.jit import freeze_knobs
     from baracuda_dsl.ops import get_template
 
@@ -170,9 +172,9 @@ def test_simt_fallbacks():
     z = GemmPlan.select(GemmDescriptor(m, n, 0, "bf16"), PREF)
     assert z.kernel_for(GemmArgs(row(m, 0, bfloat16), row(0, n, bfloat16),
                                  row(m, n, bfloat16)))[0].name == "gemm_simt"
-    s = GemmPlan.select(GemmDescriptor(m, n, k, "f16"), PREF, tile="simt")
+    s = GemmPlan.select(GemmDescriptor(m, n, k, "f16"), tuned(PREF, tile="simt"))
     t, kn = s.kernel_for(GemmArgs(row(m, k, float16), b, c))
-    assert t.name == "gemm_simt" and kn == dict(dtype="f16", out="f16", act="none")
+    assert t.name == "gemm_simt" and kn == SimtKnobs(dtype="f16", out="f16", act="none")
 
 
 def test_raster_is_a_bijection():
@@ -287,7 +289,7 @@ def test_split_heuristic():
     assert sel(64, 4096, 1000).sku().template == "gemm_mma"       # k < WG_SPLIT_MIN_K
     assert sel(64, 2048, 8192).splits == 8                         # 16 tiles, 128 k blocks
     # a forced split on a narrow-tile shape takes the split 128x128 route
-    p = GemmPlan.select(GemmDescriptor(128, 4096, 4096, "bf16"), SM90, splits=2)
+    p = GemmPlan.select(GemmDescriptor(128, 4096, 4096, "bf16"), tuned(SM90, splits=2))
     assert dict(p.sku().knobs)["tile"] == "128x128" and p.splits == 2
     # on sm80 / sm89 the mma.sync 64x64 tile splits instead
     p = sel(128, 4096, 4096, PREF)
@@ -321,7 +323,7 @@ def test_split_heuristic():
 
 def test_forced_splits():
     def sel(m, n, k, splits, **kw):
-        return GemmPlan.select(GemmDescriptor(m, n, k, "bf16", **kw), SM90, splits=splits)
+        return GemmPlan.select(GemmDescriptor(m, n, k, "bf16", **kw), tuned(SM90, splits=splits))
 
     for S in (2, 3, 8):
         for m in (1, 16, 128):
@@ -342,18 +344,18 @@ def test_forced_splits():
     with pytest.raises(bd.UnsupportedError):
         sel(16, 256, 4096, 65)
     with pytest.raises(bd.UnsupportedError):
-        GemmPlan.select(GemmDescriptor(16, 256, 4096, "f32"), SM90, splits=2)
+        GemmPlan.select(GemmDescriptor(16, 256, 4096, "f32"), tuned(SM90, splits=2))
     with pytest.raises(bd.UnsupportedError):
-        GemmPlan.select(GemmDescriptor(16, 256, 4096, "bf16"), SM90, splits=2, tile="simt")
+        GemmPlan.select(GemmDescriptor(16, 256, 4096, "bf16"), tuned(SM90, splits=2, tile="simt"))
     with pytest.raises(bd.UnsupportedError):
-        GemmPlan.select(GemmDescriptor(4096, 4096, 4096, "bf16"), SM90, splits=2)   # wgmma
+        GemmPlan.select(GemmDescriptor(4096, 4096, 4096, "bf16"), tuned(SM90, splits=2))   # wgmma
     with pytest.raises(bd.UnsupportedError):
         GemmPlan.select(GemmDescriptor(16, 256, 4096, "bf16"),
-                        bd.PlanPreference(arch=bd.ArchSku.SM90A, max_workspace_bytes=100),
-                        splits=2)
+                        tuned(bd.PlanPreference(arch=bd.ArchSku.SM90A, max_workspace_bytes=100),
+                              splits=2))
     # a forced mma tile on sm90a can be split
-    assert GemmPlan.select(GemmDescriptor(4096, 4096, 4096, "bf16"), SM90, splits=2,
-                           tile="128x128").splits == 2
+    assert GemmPlan.select(GemmDescriptor(4096, 4096, 4096, "bf16"),
+                           tuned(SM90, splits=2, tile="128x128")).splits == 2
 
 
 def _kernel_walk(kz: int, bk: int):
@@ -369,10 +371,10 @@ def _kernel_walk(kz: int, bk: int):
 @pytest.mark.parametrize("k,S", [(4096, 4), (4100, 4), (520, 8), (200, 3), (24, 3), (136, 2)])
 def test_split_ranges_numpy(k, S):
     np = pytest.importorskip("numpy")
-    from baracuda_dsl.ops.gemm.gemm import split_ranges
+    from baracuda_dsl.ops.gemm.split_k import split_ranges
     from baracuda_dsl.ops.gemm.specs.gemm import TILES
 
-    p = GemmPlan.select(GemmDescriptor(16, 64, k, "bf16"), SM90, splits=S)
+    p = GemmPlan.select(GemmDescriptor(16, 64, k, "bf16"), tuned(SM90, splits=S))
     ks = p._ks
     bk = TILES[dict(p.sku().knobs)["tile"]][2]
     rng = np.random.default_rng(k)
@@ -433,7 +435,7 @@ def test_split_launch_args(launches):
     assert a1[15:17] == [ks * 24, ks] and a1[7:9] == [24, 4112] and g1 == (65, S, 1)
     launches.clear()
     # unsplit: batch index 0 only, zero offsets, k_last = k
-    q = GemmPlan.select(GemmDescriptor(m, n, k, "bf16"), SM90, splits=1)
+    q = GemmPlan.select(GemmDescriptor(m, n, k, "bf16"), tuned(SM90, splits=1))
     q.run(GemmArgs(row(m, k, bfloat16), col(k, n, bfloat16), row(m, n, bfloat16)))
     (t, kn, g, args, _), = launches
     assert t == "gemm_mma" and g == (129, 1, 1) and args[-5:] == [0, 0, 0, 0, k]
@@ -448,11 +450,11 @@ def test_split_default_tiles():
     # the 128x128 tile (>= 96 CTAs) is not split by default, only when forced
     p = GemmPlan.select(GemmDescriptor(1024, 1536, 4096, "bf16"), PREF)
     assert dict(p.sku().knobs)["tile"] == "128x128" and p.splits == 1
-    q = GemmPlan.select(GemmDescriptor(1024, 1536, 4096, "bf16"), PREF, splits=2)
+    q = GemmPlan.select(GemmDescriptor(1024, 1536, 4096, "bf16"), tuned(PREF, splits=2))
     assert q.splits == 2 and q._ks == 2048 and q.workspace_size() == 2 * 1024 * 1536 * 4
 
 
-def test_wgmma_split_launch_args(launches, monkeypatch):
+def test_wgmma_split_launch_args(launches, monkeypatch, fake_tensor_maps):
     """sm90a small grid: the wgmma 128x128 f32 SKU over (tile, split) work units into the
     workspace (split triple S, k blocks per split, partial stride), then the reduction."""
     import baracuda_dsl.runtime.device as dev
@@ -461,8 +463,8 @@ def test_wgmma_split_launch_args(launches, monkeypatch):
 
     monkeypatch.setattr(dev, "sm_count", lambda ordinal=0: 132)
     m, n, k = 128, 4096, 4096
-    p = GemmPlan.select(GemmDescriptor(m, n, k, "bf16", epilogue="bias_gelu", beta=0.5), SM90,
-                        tile="wgmma128x128", splits=4)
+    p = GemmPlan.select(GemmDescriptor(m, n, k, "bf16", epilogue="bias_gelu", beta=0.5),
+                        tuned(SM90, tile="wgmma128x128", splits=4))
     assert p.splits == 4 and p._ks == 1024
     a, b, c = row(m, k, bfloat16), col(k, n, bfloat16), row(m, n, bfloat16)
     bias = tv((n,), (1,), bfloat16)
@@ -484,9 +486,9 @@ def test_wgmma_forced_split_is_exact():
     split and turns a default one off."""
     d = GemmDescriptor(64, 4096, 1024, "bf16")            # 16 k blocks: 7 ways -> 6 splits
     with pytest.raises(bd.InvalidProblemError):
-        GemmPlan.select(d, SM90, splits=7)
-    assert GemmPlan.select(d, SM90, splits=8).splits == 8
+        GemmPlan.select(d, tuned(SM90, splits=7))
+    assert GemmPlan.select(d, tuned(SM90, splits=8)).splits == 8
     cap = bd.PlanPreference(arch=bd.ArchSku.SM90A, max_workspace_bytes=1024)
     with pytest.raises(bd.UnsupportedError):
-        GemmPlan.select(d, cap, splits=2)
+        GemmPlan.select(d, tuned(cap, splits=2))
     assert GemmPlan.select(d, cap).splits == 1

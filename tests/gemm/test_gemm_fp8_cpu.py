@@ -5,8 +5,10 @@ import pytest
 
 import baracuda_dsl as bd
 from baracuda_dsl.dtypes import bfloat16, float8_e4m3, float8_e5m2, float16, float32, int8
+from baracuda_dsl.jit import freeze_knobs
 from baracuda_dsl.ops.gemm.gemm_fp8 import Fp8GemmArgs, Fp8GemmDescriptor, Fp8GemmPlan
 from baracuda_dsl.tensor import TensorView
+from _gemm_helpers import tuned
 
 BASE = 1 << 20
 PREF = bd.PlanPreference(arch=bd.ArchSku.SM89)
@@ -56,7 +58,7 @@ def test_select_arch_and_tile():
     with pytest.raises(bd.UnsupportedError, match="fp8 tensor cores need sm89 or sm90a"):
         Fp8GemmPlan.select(Fp8GemmDescriptor(16, 16, 16), bd.PlanPreference(arch=bd.ArchSku.SM80))
     with pytest.raises(bd.UnsupportedError, match="128x128, 64x64"):
-        Fp8GemmPlan.select(Fp8GemmDescriptor(1, 1, 16), PREF, tile="16x32")
+        Fp8GemmPlan.select(Fp8GemmDescriptor(1, 1, 16), tuned(PREF, tile="16x32"))
     with pytest.raises(bd.InvalidProblemError):
         Fp8GemmPlan.select((1, 1, 16), PREF)
     with pytest.raises(bd.UnsupportedError, match="CTAs"):
@@ -125,7 +127,7 @@ def test_scales():
               (s((1, n), (n, 1), 27), 1), (s((1, n), (1, 2), 27), 2)]
     for sa, sas in good_a:
         for sb, sbs in good_b:
-            v = p._views(args(m, n, k, out=float32, sa=sa, sb=sb))
+            v = p._bind(args(m, n, k, out=float32, sa=sa, sb=sb))
             assert (v.sas, v.sbs) == (sas, sbs)
     sb = good_b[0][0]
     for bad in (s((m + 1,), (1,)), s((1, m), (m, 1)), s((m, 2), (2, 1)), s((m, 1, 1), (1, 1, 1)),
@@ -176,19 +178,18 @@ def test_sku_choice(pref):
     assert p.sku().template == "gemm_fp8" and p.sku().op == "fp8_gemm"
     assert dict(p.sku().knobs) == dict(a="e5m2", b="e5m2", out="f16", tile="128x128")
     p = Fp8GemmPlan.select(Fp8GemmDescriptor(1, 4096, 4096, b_dtype="e5m2", out_dtype="f32",
-                                             epilogue="bias"), pref, tile="64x64")
+                                             epilogue="bias"), tuned(pref, tile="64x64"))
     assert dict(p.sku().knobs) == dict(a="e4m3", b="e5m2", out="f32", tile="64x64")
     assert p.sku().epilogue == "bias"
-    p = Fp8GemmPlan.select(Fp8GemmDescriptor(1, 16, 16), pref, tile="128x128")
+    p = Fp8GemmPlan.select(Fp8GemmDescriptor(1, 16, 16), tuned(pref, tile="128x128"))
     assert dict(p.sku().knobs)["tile"] == "128x128"
     tmpl, knobs = p.kernel_for(args(1, 16, 16))
-    assert tmpl.name == "gemm_fp8" and knobs == dict(p.sku().knobs)
+    assert tmpl.name == "gemm_fp8" and freeze_knobs(knobs) == p.sku().knobs
 
 
 def test_sm90a_wgmma_route():
     """sm90a: m > 16 and a type pair wgmma takes → the gemm_sm90 fp8 SKUs (128x256 from one
     wave of tiles on), decode shapes and e5m2 · e5m2 → mma.sync; sm89 never wgmma."""
-    from baracuda_dsl.jit import freeze_knobs
     from baracuda_dsl.ops import get_template
 
     p = Fp8GemmPlan.select(Fp8GemmDescriptor(4096, 4096, 4096, "e5m2", "e4m3", "f16"), PREF90)
@@ -197,24 +198,23 @@ def test_sm90a_wgmma_route():
                                        b_major="k", tile="128x256", cluster=1)
     assert freeze_knobs(dict(p.sku().knobs)) in set(get_template("gemm_sm90").skus("sm90a"))
     tmpl, knobs = p.kernel_for(args(4096, 4096, 4096, E5, E4, out=float16))
-    assert tmpl.name == "gemm_sm90" and knobs["tile"] == "128x256"
+    assert tmpl.name == "gemm_sm90" and knobs.tile == "128x256"
     p = Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), PREF90)
     assert dict(p.sku().knobs)["tile"] == "128x128"
     p = Fp8GemmPlan.select(Fp8GemmDescriptor(16, 4096, 4096), PREF90)     # decode: wgmma too
     assert p.sku().template == "gemm_sm90" and p.splits == 4
-    p = Fp8GemmPlan.select(Fp8GemmDescriptor(16, 4096, 4096), PREF90, tile="64x64")
+    p = Fp8GemmPlan.select(Fp8GemmDescriptor(16, 4096, 4096), tuned(PREF90, tile="64x64"))
     assert p.sku().template == "gemm_fp8"
     p = Fp8GemmPlan.select(Fp8GemmDescriptor(16, 4096, 4096, "e5m2", "e5m2"), PREF90)
     assert p.sku().template == "gemm_fp8"
     with pytest.raises(bd.UnsupportedError):
-        Fp8GemmPlan.select(Fp8GemmDescriptor(64, 64, 64), PREF, tile="wgmma128x128")
+        Fp8GemmPlan.select(Fp8GemmDescriptor(64, 64, 64), tuned(PREF, tile="wgmma128x128"))
     with pytest.raises(bd.UnsupportedError):
-        Fp8GemmPlan.select(Fp8GemmDescriptor(64, 64, 64, "e5m2", "e5m2"), PREF90,
-                           tile="wgmma128x128")
+        Fp8GemmPlan.select(Fp8GemmDescriptor(64, 64, 64, "e5m2", "e5m2"),
+                           tuned(PREF90, tile="wgmma128x128"))
 
 
 def test_sku_space():
-    from baracuda_dsl.jit import freeze_knobs
     from baracuda_dsl.ops import get_template
 
     t = get_template("gemm_fp8")
@@ -248,7 +248,6 @@ SAMPLES = {
 @pytest.mark.parametrize("arch", list(SAMPLES))
 def test_cross_compile(arch, monkeypatch):
     pytest.importorskip("cutlass")
-    from baracuda_dsl.jit import freeze_knobs
     from baracuda_dsl.ops import get_template
     from baracuda_dsl.jit.compiler import compile_sku, shutdown
 
@@ -272,15 +271,16 @@ def test_sm90a_split_k():
     assert p.splits == 3 and p._kps == 38
     assert Fp8GemmPlan.select(Fp8GemmDescriptor(128, 14336, 4096), PREF90).splits == 1
     assert Fp8GemmPlan.select(Fp8GemmDescriptor(4096, 4096, 4096), PREF90).workspace_size() == 0
-    p = Fp8GemmPlan.select(Fp8GemmDescriptor(16, 4096, 4096), PREF90, tile="wgmma128x128",
-                           splits=4)
+    p = Fp8GemmPlan.select(Fp8GemmDescriptor(16, 4096, 4096),
+                           tuned(PREF90, tile="wgmma128x128", splits=4))
     assert p.splits == 4 and p._kps == 8
     with pytest.raises(bd.UnsupportedError):
-        Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), PREF, splits=2)
+        Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), tuned(PREF, splits=2))
     with pytest.raises(bd.UnsupportedError):
-        Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), PREF90, tile="64x64", splits=2)
+        Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096),
+                           tuned(PREF90, tile="64x64", splits=2))
     with pytest.raises(bd.InvalidProblemError):
-        Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), PREF90, splits=0)
+        Fp8GemmPlan.select(Fp8GemmDescriptor(128, 4096, 4096), tuned(PREF90, splits=0))
     assert Fp8GemmPlan.select(Fp8GemmDescriptor(64, 4096, 4096), bd.PlanPreference(
         arch=bd.ArchSku.SM90A, max_workspace_bytes=1024)).splits == 1
 
@@ -288,5 +288,5 @@ def test_sm90a_split_k():
 def test_sm90a_forced_split_is_exact():
     d = Fp8GemmDescriptor(64, 4096, 2048)                  # 16 k blocks of 128
     with pytest.raises(bd.InvalidProblemError):
-        Fp8GemmPlan.select(d, PREF90, splits=7)
-    assert Fp8GemmPlan.select(d, PREF90, splits=8).splits == 8
+        Fp8GemmPlan.select(d, tuned(PREF90, splits=7))
+    assert Fp8GemmPlan.select(d, tuned(PREF90, splits=8)).splits == 8

@@ -7,7 +7,7 @@ c, padded a / b leading dims (padding holds fp8 NaN, so reading it shows), force
 agreement with ``torch._scaled_mm``, and typed errors before launch."""
 
 import pytest
-from _gemm_helpers import assert_close, poison_, rel_err
+from _gemm_helpers import assert_close, poison_, rel_err, tuned
 
 pytestmark = pytest.mark.gpu
 
@@ -83,7 +83,7 @@ def _run(m, n, k, at="e4m3", bt="e4m3", out="bf16", sa_shape="row", sb_shape="te
     bv = (torch.randn((n,), generator=gen, device="cuda") * 4).to(_tdt(torch, out)) \
         if bias else None
     desc = F.Fp8GemmDescriptor(m, n, k, at, bt, out, "bias" if bias else "identity")
-    plan = F.Fp8GemmPlan.select(desc, tile=tile, splits=splits)
+    plan = F.Fp8GemmPlan.select(desc, tuned(tile=tile, splits=splits))
     if splits is not None:
         assert plan.splits == splits
     ws = None
@@ -153,12 +153,12 @@ def test_tiles(tile):
     knobs = dict(plan.sku().knobs)
     if tile is None:
         # sm90a: m > 16 runs the wgmma kernel (128x128: < one wave of 128x256 tiles)
-        assert (plan.sku().template, knobs["tile"]) == (
+        assert (plan.sku().template, knobs.tile) == (
             ("gemm_sm90", "128x128") if _hopper(torch) else ("gemm_fp8", "64x64"))
     elif tile.startswith("wgmma"):
-        assert plan.sku().template == "gemm_sm90" and knobs["tile"] == tile[5:]
+        assert plan.sku().template == "gemm_sm90" and knobs.tile == tile[5:]
     else:
-        assert plan.sku().template == "gemm_fp8" and knobs["tile"] == tile
+        assert plan.sku().template == "gemm_fp8" and knobs.tile == tile
 
 
 @pytest.mark.parametrize("tile", ["64x64", "128x128", "wgmma128x128", "wgmma128x256"])

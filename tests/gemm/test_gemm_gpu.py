@@ -4,7 +4,7 @@ of half inputs, misaligned operands (SIMT fallback), empty problems, k = 0, stri
 outputs.  Error metric ‖out − ref‖ / ‖ref‖ with tolerances by input dtype."""
 
 import pytest
-from _gemm_helpers import ref_gemm as _ref, rel_err as _rel
+from _gemm_helpers import ref_gemm as _ref, rel_err as _rel, tuned
 from _gpu_helpers import bytes_equal
 
 pytestmark = pytest.mark.gpu
@@ -41,7 +41,7 @@ def _run(m, n, k, dtype, *, a_t=False, b_t=False, alpha=1.0, beta=0.0, epilogue=
     if epilogue != "identity":
         bias = torch.randn((n,), generator=gen, device="cuda").to(odt)
     plan = GemmPlan.select(GemmDescriptor(m, n, k, dtype, out_dtype=out_dtype, alpha=alpha,
-                                          beta=beta, epilogue=epilogue), tile=tile)
+                                          beta=beta, epilogue=epilogue), tuned(tile=tile))
     args = GemmArgs(a, b, c, bias)
     name = plan.kernel_for(args)[0].name
     ws = torch.empty((plan.workspace_size(),), device="cuda", dtype=torch.uint8)  # split-K
@@ -191,8 +191,8 @@ def _run_split(torch, m, n, k, dtype, splits, *, epilogue="identity", beta=0.0, 
     # forced splits test the mma.sync route (on sm90a m > 16 would default to wgmma)
     tile = "64x64" if splits is not None and m > 16 else None
     plan = GemmPlan.select(GemmDescriptor(m, n, k, dtype, out_dtype=out_dtype, alpha=alpha,
-                                          beta=beta, epilogue=epilogue), splits=splits,
-                           tile=tile)
+                                          beta=beta, epilogue=epilogue),
+                           tuned(splits=splits, tile=tile))
     if splits is not None:
         assert plan.splits == splits
     c0 = c.clone()

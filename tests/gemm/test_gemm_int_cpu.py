@@ -7,6 +7,7 @@ import baracuda_dsl as bd
 from baracuda_dsl.dtypes import float32, int8, int32, uint8
 from baracuda_dsl.ops.gemm.gemm_int import IntGemmArgs, IntGemmDescriptor, IntGemmPlan
 from baracuda_dsl.tensor import TensorView
+from _gemm_helpers import tuned
 
 BASE = 1 << 20
 PREF = bd.PlanPreference(arch=bd.ArchSku.SM80)
@@ -43,7 +44,7 @@ def test_descriptor_validation():
     with pytest.raises(bd.InvalidProblemError):
         IntGemmDescriptor(1, 1, 16, dequant=1)
     with pytest.raises(bd.UnsupportedError):
-        IntGemmPlan.select(IntGemmDescriptor(1, 1, 16), PREF, tile="16x32")
+        IntGemmPlan.select(IntGemmDescriptor(1, 1, 16), tuned(PREF, tile="16x32"))
 
 
 def test_args_validation():
@@ -98,7 +99,7 @@ def test_sku_choice(arch):
     assert dict(p.sku().knobs) == dict(a="u8", b="s8", out="i32", tile="128x128")
     p = IntGemmPlan.select(IntGemmDescriptor(1, 4096, 4096, dequant=True), pref)
     assert dict(p.sku().knobs) == dict(a="s8", b="s8", out="f32", tile="64x64")
-    p = IntGemmPlan.select(IntGemmDescriptor(1, 16, 16), pref, tile="128x128")
+    p = IntGemmPlan.select(IntGemmDescriptor(1, 16, 16), tuned(pref, tile="128x128"))
     assert dict(p.sku().knobs)["tile"] == "128x128"
 
 

@@ -4,7 +4,7 @@ multiple of 16 but not of the 64 / 128-byte k tile, M = 1, every signedness pair
 per-column and broadcast scales, strided c, poisoned outputs, typed errors before launch."""
 
 import pytest
-from _gemm_helpers import int_mods as _mods
+from _gemm_helpers import int_mods as _mods, tuned
 from _gemm_helpers import int_operand as _operand
 from _gemm_helpers import poison_
 
@@ -25,7 +25,7 @@ def _run(m, n, k, ad="i8", bd="i8", dequant=False, scalar_a=False, scalar_b=Fals
     if dequant:
         sa = torch.rand((1 if scalar_a else m,), generator=gen, device="cuda") + 0.5
         sb = torch.rand((1 if scalar_b else n,), generator=gen, device="cuda") + 0.5
-    plan = IntGemmPlan.select(IntGemmDescriptor(m, n, k, ad, bd, dequant), tile=tile)
+    plan = IntGemmPlan.select(IntGemmDescriptor(m, n, k, ad, bd, dequant), tuned(tile=tile))
     plan.run(IntGemmArgs(a, b, c, sa, sb))
     torch.cuda.synchronize()
     acc = a.double() @ b.double()                         # exact: |acc| < 2**53

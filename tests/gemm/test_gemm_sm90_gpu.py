@@ -2,14 +2,14 @@
 sizes M, N, K in {1, 7, 127, 130, 1000, 4096} (padded leading dims so TMA takes them), all four
 operand layouts, both tiles, alpha / beta, every epilogue, f32 output, strided c, a persistent
 grid with more tiles than SMs, the 2-CTA cluster (TMA multicast) SKU, poisoned outputs; every
-case asserts the plan picked ``gemm_sm90``.  Also compares the host-encoded CUtensorMap with the driver's
-cuTensorMapEncodeTiled for the same operand."""
+case asserts the plan picked ``gemm_sm90``.  Also checks that the cached, address-patched operand
+descriptors are bit for bit the driver's fresh ``cuTensorMapEncodeTiled`` encodes."""
 
 import itertools
-import struct
 
 import pytest
-from _gemm_helpers import TOL, assert_close, padded_operand, poison_, ref_gemm, sm90_mods
+from _gemm_helpers import (TOL, assert_close, padded_operand, poison_, ref_gemm, sm90_mods,
+                           tuned)
 
 pytestmark = pytest.mark.gpu
 
@@ -34,7 +34,7 @@ def _run(m, n, k, dtype, *, a_t=False, b_t=False, alpha=1.0, beta=0.0, epilogue=
     if epilogue != "identity":
         bias = torch.randn((n,), generator=gen, device="cuda").to(odt)
     plan = GemmPlan.select(GemmDescriptor(m, n, k, dtype, out_dtype=out_dtype, alpha=alpha,
-                                          beta=beta, epilogue=epilogue), tile=tile)
+                                          beta=beta, epilogue=epilogue), tuned(tile=tile))
     args = GemmArgs(a, b, c, bias)
     tmpl, knobs = plan.kernel_for(args)
     assert tmpl.name == "gemm_sm90", (m, n, k, knobs)
@@ -65,8 +65,8 @@ def test_layouts(tile, a_t, b_t):
                               (4096, 7, 1)), ("bfloat16", "float16", "bfloat16", "float16")):
         kn = _run(m, n, k, dt, a_t=a_t, b_t=b_t, tile=tile)
         if k > 1:                                # k = 1: both majors fit; k-major is taken
-            assert kn["a_major"] == ("m" if a_t else "k")
-            assert kn["b_major"] == ("k" if b_t else "n")
+            assert kn.a_major == ("m" if a_t else "k")
+            assert kn.b_major == ("k" if b_t else "n")
 
 
 @pytest.mark.parametrize("epilogue", ["identity", "bias", "bias_relu", "bias_gelu",
@@ -137,40 +137,47 @@ def test_cluster_multicast(b_t):
                                    (4096, 7, 1000), (1, 130, 64), (4096, 4096, 512))):
         kn = _run(m, n, k, ("bfloat16", "float16")[i % 2], b_t=b_t, tile="wgmma128x256c2",
                   epilogue=("identity", "bias_gelu")[i % 2], beta=(0.0, 0.5)[i % 2], seed=i)
-        assert kn["cluster"] == 2 and kn["tile"] == "128x256"
+        assert kn.cluster == 2 and kn.tile == "128x256"
     # an m-major a has no cluster SKU: the 1-CTA 128x256 SKU serves it
     assert _run(300, 200, 100, "bfloat16", a_t=True, tile="wgmma128x256c2")["cluster"] == 1
 
 
-def test_descriptor_matches_driver():
-    """Our CUtensorMap vs the driver's cuTensorMapEncodeTiled for the same operand (the DSL
-    packs the descriptor itself; this checks that both agree — xfail with a dump otherwise)."""
+#: operand layouts of the kernel's SKUs: dtype, k-major, rows, k, ld, tile rows, block k, mcast
+DESCRIPTOR_CASES = [
+    ("bf16", True, 1000, 4096, 4104, 128, 64, 1),
+    ("f16", True, 4096, 14336, 14336, 256, 64, 1),
+    ("bf16", False, 1000, 127, 1000, 128, 64, 1),
+    ("f16", False, 7, 4096, 8, 256, 64, 1),
+    ("bf16", True, 1, 1, 8, 128, 64, 1),
+    ("bf16", True, 3, 8, 2 ** 33 + 8, 128, 64, 1),     # a leading dim beyond 32-bit strides
+    ("bf16", True, 14336, 4096, 4096, 256, 64, 2),     # the cluster SKUs' multicast b
+    ("f16", False, 4096, 1000, 4096, 256, 64, 2),
+    ("bf16", True, 128, 4096, 4096, 64, 64, 1),        # the narrow tile's b
+    ("e4m3", True, 1000, 4096, 4096, 128, 128, 1),
+    ("e5m2", True, 14336, 4112, 4112, 256, 128, 1),
+]
+
+
+def test_descriptors_are_driver_encodes():
+    """The probe finds where the driver keeps the base address (one plain u64), and every
+    cached descriptor with its address patched in equals a fresh cuTensorMapEncodeTiled of the
+    same layout at that address, bit for bit — for each operand layout of the kernel and
+    several base addresses; the plans' process-wide cache agrees."""
     torch, *_ = _mods()
-    from cuda.bindings import driver as drv
+    from baracuda_dsl.ops.gemm.gemm_sm90_launch import operand_layout
+    from baracuda_dsl.ops.gemm.tensor_maps import TENSOR_MAPS, TensorMapCache, driver_encode
 
-    from baracuda_dsl.ops.gemm.specs import gemm_sm90 as spec90
-
-    x = torch.empty((1000, 4104), device="cuda", dtype=torch.bfloat16)
-    ours = spec90.operand_tmap(x.data_ptr(), "bf16", True, 1000, 4096, 4104, 128)
-    dt = drv.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-    matches = []
-    for l2 in ("NONE", "L2_64B", "L2_128B", "L2_256B"):
-        u64, u32 = drv.cuuint64_t, drv.cuuint32_t
-        err, tm = drv.cuTensorMapEncodeTiled(
-            dt, 2, x.data_ptr(), [u64(4096), u64(1000)], [u64(4104 * 2)], [u32(64), u32(128)],
-            [u32(1), u32(1)],
-            drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-            drv.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-            getattr(drv.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_{l2}"),
-            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-        assert int(err) == 0
-        raw = struct.pack("<16Q", *[int(w) % 2 ** 64 for w in tm.opaque])
-        if raw[:64] == ours[:64]:
-            matches.append(l2)
-        last = raw
-    if not matches:
-        pytest.xfail("host encoding differs from cuTensorMapEncodeTiled: ours "
-                     f"{ours[:64].hex()} driver(256B) {last[:64].hex()}")
+    x = torch.empty((1 << 20,), device="cuda", dtype=torch.uint8)    # a current context
+    cache = TensorMapCache()
+    assert cache.address_offset() is not None
+    base = x.data_ptr()
+    addrs = (base, base + 16, base + 4096, base + (1 << 19), 0x7F00_0000_0000, base)
+    for case in DESCRIPTOR_CASES:
+        lay = operand_layout(*case)
+        for a in addrs:
+            assert cache.descriptor(lay, a) == driver_encode(lay, a), (case, hex(a))
+        assert cache.get(lay).patched, case
+    assert TENSOR_MAPS.address_offset() == cache.address_offset()
 
 
 @pytest.mark.parametrize("splits", [None, 2, 3, 4])
@@ -202,7 +209,7 @@ def test_wgmma_split_k(splits):
                 assert plan.splits == 4
             else:
                 tile = "wgmma128x64" if i % 2 else "wgmma128x128"
-                plan = GemmPlan.select(desc, tile=tile, splits=splits)
+                plan = GemmPlan.select(desc, tuned(tile=tile, splits=splits))
                 assert plan.splits == splits
             args = GemmArgs(a, b, c, bias)
             assert plan.kernel_for(args)[0].name == "gemm_sm90"
@@ -222,13 +229,13 @@ def test_narrow_tile():
     back to 128x128."""
     torch, *_ = _mods()
     kn = _run(128, 4096, 4096, "bfloat16", b_t=True, tile=None, epilogue="bias_gelu")
-    assert kn["tile"] == "128x64"
+    assert kn.tile == "128x64"
     for i, (m, n, k) in enumerate(((65, 72, 64), (200, 520, 1000), (300, 264, 2048),
                                    (1000, 1000, 127))):
         epi = ("identity", "bias", "bias_relu", "bias_silu")[i]
         kn = _run(m, n, k, ("bfloat16", "float16")[i % 2], b_t=True, tile="wgmma128x64",
                   epilogue=epi, beta=0.5 if i % 2 else 0.0,
                   out_dtype="float32" if i == 2 else None, seed=i)
-        assert kn["tile"] == "128x64", kn
+        assert kn.tile == "128x64", kn
     kn = _run(300, 264, 256, "bfloat16", tile="wgmma128x64")         # n-major b: 128x128
-    assert kn["tile"] == "128x128"
+    assert kn.tile == "128x128"

@@ -7,6 +7,7 @@ import baracuda_dsl as bd
 from baracuda_dsl.dtypes import float32
 from baracuda_dsl.ops.gemm.gemm import GemmArgs, GemmDescriptor, GemmPlan
 from baracuda_dsl.tensor import TensorView
+from _gemm_helpers import tuned
 
 BASE = 1 << 20
 ARCHS = (bd.ArchSku.SM80, bd.ArchSku.SM89, bd.ArchSku.SM90A)
@@ -52,15 +53,15 @@ def test_sku_choice(arch):
     p = GemmPlan.select(GemmDescriptor(4096, 4096, 512, "f32"), pref(arch))
     assert p.sku().template == "gemm_simt"
     # forced tiles
-    p = GemmPlan.select(GemmDescriptor(8, 8, 8, "f32", allow_tf32=True), pref(arch),
-                        tile="128x128")
+    p = GemmPlan.select(GemmDescriptor(8, 8, 8, "f32", allow_tf32=True),
+                        tuned(pref(arch), tile="128x128"))
     assert dict(p.sku().knobs)["tile"] == "128x128"
-    p = GemmPlan.select(GemmDescriptor(8, 8, 8, "f32", allow_tf32=True), pref(arch),
-                        tile="simt")
+    p = GemmPlan.select(GemmDescriptor(8, 8, 8, "f32", allow_tf32=True),
+                        tuned(pref(arch), tile="simt"))
     assert p.sku().template == "gemm_simt"
     with pytest.raises(bd.UnsupportedError):
-        GemmPlan.select(GemmDescriptor(8, 8, 8, "f32", allow_tf32=True), pref(arch),
-                        tile="16x32")
+        GemmPlan.select(GemmDescriptor(8, 8, 8, "f32", allow_tf32=True),
+                        tuned(pref(arch), tile="16x32"))
 
 
 @pytest.mark.parametrize("am", ["row", "col"])
@@ -72,9 +73,9 @@ def test_layout_routing(am, bm):
     b = row(k, n) if bm == "row" else col(k, n)
     t, kn = p.kernel_for(GemmArgs(a, b, row(m, n)))
     assert t.name == "gemm_tf32"
-    assert kn["a_major"] == ("k" if am == "row" else "m")
-    assert kn["b_major"] == ("n" if bm == "row" else "k")
-    assert kn["tile"] == ("128x128" if am == "row" else "64x64")
+    assert kn.a_major == ("k" if am == "row" else "m")
+    assert kn.b_major == ("n" if bm == "row" else "k")
+    assert kn.tile == ("128x128" if am == "row" else "64x64")
 
 
 def test_simt_fallbacks():

@@ -5,7 +5,7 @@ Metric ‖out − ref‖ / ‖ref‖ with O(1) inputs: tf32 rounds inputs to 10 
 the expected error is ≈ 2-3e-4; the bound is 6e-4."""
 
 import pytest
-from _gemm_helpers import TF32_TOL as TOL
+from _gemm_helpers import TF32_TOL as TOL, tuned
 from _gemm_helpers import dense_operand, gemm_mods, poison_, ref_gemm, rel_err
 
 pytestmark = pytest.mark.gpu
@@ -23,7 +23,7 @@ def _run(m, n, k, *, a_t=False, b_t=False, alpha=1.0, beta=0.0, epilogue="identi
     c_old = c.clone()
     bias = torch.randn((n,), generator=gen, device="cuda") if epilogue != "identity" else None
     plan = GemmPlan.select(GemmDescriptor(m, n, k, "f32", alpha=alpha, beta=beta,
-                                          epilogue=epilogue, allow_tf32=True), tile=tile)
+                                          epilogue=epilogue, allow_tf32=True), tuned(tile=tile))
     args = GemmArgs(a, b, c, bias)
     name = plan.kernel_for(args)[0].name
     if expect is not None:

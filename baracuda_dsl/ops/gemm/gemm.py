@@ -27,10 +27,11 @@ Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
   ``SM90_BIG_TILE_MIN_CTAS`` 128×256 tiles (a full wave on an H100), else ``wgmma128x128``
   (128×128×64, 6 stages).  The cluster SKU was measured equal to the 1-CTA one at 4096² and
   8192² and 2-8 % faster at the LLM shapes (16384 × 14336 × 4096: 623 vs 588 TFLOP/s bf16,
-  4096 × 4096 × 14336: 695 vs 652), so it is the default; ``tile=`` forces either.  Grid =
-  min(work units, SMs) (clusters: min(tile pairs, resident clusters)); the two operand
-  CUtensorMaps are encoded on the host per call (``templates.gemm_sm90.operand_tmap``, pure
-  Python, bit-identical to the DSL's encoding) and passed by value.  ``epi`` tells the kernel
+  4096 × 4096 × 14336: 695 vs 652), so it is the default; ``GemmTuning(tile=...)`` forces
+  either.  Grid = min(work units, SMs) (clusters: min(tile pairs, resident clusters)); the two
+  operand CUtensorMaps come from the driver (``cuTensorMapEncodeTiled``), encoded once per
+  operand layout and base-address-patched per call (``ops/gemm/tensor_maps.py``), and are passed
+  by value.  ``epi`` tells the kernel
   whether c (and bias) allow 16-byte vector accesses (unit column stride, aligned).
   Under one wave of 128×128 tiles with m > ``NARROW_MIN_M`` (64): ``wgmma128x64`` (the narrow
   tile, twice the CTAs; k-major a and b, else 128×128; measurements next to NARROW_MIN_M).
@@ -74,7 +75,7 @@ Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
   n = 14336 (448 CTAs, 3.4 per SM); m = 128, n = 4096 (64×64 tile, 128 CTAs) reached 0.38-0.47
   at k = 4096 / 14336.  With the rule these grids run 4 splits (512 CTAs, one wave of 4 per SM).
   The split route reads each partial product once more (S · m · n · 8 bytes of traffic), small
-  next to the weight for the shapes it fires on.  ``select(..., splits=S)`` forces S (1 = off;
+  next to the weight for the shapes it fires on.  ``GemmTuning(splits=S)`` forces S (1 = off;
   S > 1 needs f16 / bf16 on a mma.sync tile or ``wgmma128x128``; the granularity drops from bK
   down to 8 when k is too short for S splits of bK; on the wgmma kernel splits are whole
   64-blocks of k).  On sm90a, m > 16 now takes the wgmma route above, so this mma.sync split
@@ -85,16 +86,16 @@ Kernel choice (``GemmPlan.kernel_for(args)`` reports it):
   sm80, sm89, sm90a; every a / b layout; ``ops/gemm/specs/gemm_tf32.py``) when every operand
   qualifies: k >= 1, unit stride in one dim, 16-byte aligned base, leading dim a multiple of
   4 elements, contiguous extent a multiple of 4.  Tile 128×128×16 when it yields
-  >= ``BIG_TILE_MIN_CTAS`` CTAs and a is k-major, else 64×64×32 (no decode tile; ``tile=`` takes
-  "128x128", "64x64" or "simt").  Operands it cannot take run on ``gemm_simt`` in strict f32.
+  >= ``BIG_TILE_MIN_CTAS`` CTAs and a is k-major, else 64×64×32 (no decode tile; a forced tile
+  is "128x128", "64x64" or "simt").  Operands it cannot take run on ``gemm_simt`` in strict f32.
 * everything else (strict f32, f64, misaligned / odd-strided half operands, negative strides, k = 0)
   → ``gemm_simt`` (128×128 tiles, 8×8 outputs per thread, arbitrary strides, predicated).
 
-``select(desc, pref, tile=None, splits=None)``: ``tile`` ("128x128", "64x64", "16x32", "simt",
-or on sm90a "wgmma128x64" / "wgmma128x128" / "wgmma128x256" / "wgmma128x256c2") forces the tile
-(PlanPreference has no tile field);
-"simt" forces the SIMT kernel for every layout; a forced mma.sync tile keeps sm90a problems off
-the wgmma kernel; ``splits`` forces the split-K count (above).
+Tuning (``PlanPreference(tuning=GemmTuning(tile=..., splits=...))``, ``ops/gemm/tuning.py``):
+``tile`` ("128x128", "64x64", "16x32", "simt", or on sm90a "wgmma128x64" / "wgmma128x128" /
+"wgmma128x256" / "wgmma128x256c2") forces the tile; "simt" forces the SIMT kernel for every
+layout; a forced mma.sync tile keeps sm90a problems off the wgmma kernel; ``splits`` forces the
+split-K count (above).
 ``plan.sku()`` describes the GEMM kernel chosen for the preferred (aligned) layouts (when split:
 the f32 partial-product SKU; the reduction is ``gemm_splitk_reduce``); the majors are run-time
 knobs and left out of it.  c must not alias a, b or bias.
@@ -107,14 +108,17 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ...dtypes import DType, bfloat16, float16, float32, float64
-from ...errors import InvalidProblemError, MisalignedOperandError, UnsupportedError
-from ...plan import (Plan, align_up, begin_select, check_dtype, check_finite,
-                     check_writable_no_overlap, plan_arch, view_arg)
+from ...errors import InvalidProblemError, UnsupportedError
+from ...jit import freeze_knobs
+from ...plan import (Plan, check_dtype, check_finite, check_writable_no_overlap, view_arg)
+from ...vocabulary import ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from .gemm_sm90_launch import Sm90Launcher, operand_options, tma_layout
 from .specs import gemm as spec
 from .specs import gemm_sm90 as spec90
 from .specs import gemm_tf32 as spec32
-from ...vocabulary import ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee
-from .gemm_sm90_launch import launch_sm90, operand_options, tma_layout
+from .split_k import (check_split_workspace, launch_splitk_reduce, split_extent,
+                      whole_block_split, workspace_bytes, workspace_cols)
+from .tuning import GemmTuning
 
 DTYPES = (float16, bfloat16, float32, float64)
 HALF = (float16, bfloat16)
@@ -130,7 +134,7 @@ SM90_BIG_TILE_MIN_CTAS = 132
 #: sm90a: the wgmma kernel needs at least this many 128×128 tiles (half an H100 wave); smaller
 #: grids (e.g. m = 128, n = 4096: 32 tiles) keep the mma.sync 64×64 tile, which fills the SMs
 SM90_MIN_TILES = 64
-#: sm90a tile names (``tile=``) -> (templates.gemm_sm90 tile knob, cluster size)
+#: sm90a tile names (``GemmTuning.tile``) -> (specs.gemm_sm90 tile knob, cluster size)
 SM90_TILES = {"wgmma128x128": ("128x128", 1), "wgmma128x64": ("128x64", 1),
               "wgmma128x256": ("128x256", 1),
               "wgmma128x256c2": ("128x256", 2)}
@@ -144,7 +148,7 @@ SPLIT_TILES = ("64x64", "16x32")
 #: at most this many default splits, each of at least SPLIT_MIN_K of k
 SPLIT_MAX = 8
 SPLIT_MIN_K = 512
-#: the most splits ``select(..., splits=S)`` accepts
+#: the most splits ``GemmTuning(splits=S)`` accepts
 SPLIT_MAX_FORCED = 64
 #: sm90a small grids (m > DECODE_MAX_M, fewer than SM90_MIN_TILES 128×128 tiles) with k of at
 #: least WG_SPLIT_MIN_K run the wgmma 128×128 SKU, split over k when each split keeps at least
@@ -231,65 +235,10 @@ class GemmArgs:
     bias: object = None
 
 
-def split_extent(k: int, splits: int, gran: int) -> int:
-    """The k extent of each split but the last: ceil(k / splits) rounded up to ``gran``."""
-    return -(-(-(-k // splits)) // gran) * gran
-
-
-def split_ranges(k: int, splits: int, ks: int):
-    """[(k0, k1)] of the splits (the last takes the residue k - (splits-1)·ks)."""
-    return [(s * ks, k if s == splits - 1 else (s + 1) * ks) for s in range(splits)]
-
-
-def _ws_cols(n: int) -> int:
-    """Row stride (elements) of the split-K workspace: n rounded up to the 16-byte vector."""
-    return -(-n // spec.SPLITK_VEC) * spec.SPLITK_VEC
-
-
-def _ws_bytes(splits: int, m: int, n: int) -> int:
-    """Bytes of the split-K workspace: float32 (splits, m, _ws_cols(n)), 256-byte aligned."""
-    return align_up(splits * m * _ws_cols(n) * 4)
-
-
-def whole_block_split(kt: int, want: int, *, user: bool, m: int, n: int, cap, what: str):
-    """(S, blocks per split) cutting ``kt`` k blocks into about ``want`` splits of whole blocks
-    (every split but the last ceil(kt / want) blocks); (1, kt) when fewer than 2 result.  A
-    count the caller forced (``user``) must come out exactly (InvalidProblemError) and its
-    workspace must fit ``cap`` (UnsupportedError); a default one falls back to (1, kt).  Shared
-    by the wgmma split-K of GemmPlan and Fp8GemmPlan."""
-    kps = -(-kt // want)
-    S = -(-kt // kps)
-    if user and S != want:
-        raise InvalidProblemError(f"{what}: k ({kt} blocks) cannot be split {want} ways in "
-                                  f"whole blocks on the wgmma kernel")
-    if S < 2:
-        return 1, kt
-    if cap is not None and _ws_bytes(S, m, n) > cap:
-        if user:
-            raise UnsupportedError(f"{what}: {S} splits need {_ws_bytes(S, m, n)} bytes of "
-                                   f"workspace > max_workspace_bytes={cap}")
-        return 1, kt
-    return S, kps
-
-
-def check_split_workspace(ws) -> None:
-    """The split-K workspace is read in 16-byte vectors: MisalignedOperandError otherwise."""
-    if ws.ptr % 16:
-        raise MisalignedOperandError(f"workspace: pointer {ws.ptr:#x} is not 16-byte aligned "
-                                     f"(split-K reads it in 16-byte vectors)")
-
-
-def launch_splitk_reduce(plan, knobs: dict, device, ws, c, pbias, bs, hb, splits: int, alpha,
-                         beta, stream) -> None:
-    """``gemm_splitk_reduce`` (``knobs``: out, act; a memoised dict) over the float32 split-K
-    workspace (splits, m, _ws_cols(n)) of ``plan``'s problem: c = act(alpha · Σ_s ws[s] +
-    beta · c + bias), s summed in order."""
-    d = plan.desc
-    wsn = _ws_cols(d.n)
-    lr = plan._kernel(spec.GEMM_SPLITK_REDUCE, knobs, device)
-    lr.launch((spec.splitk_blocks(d.m, wsn), 1, 1),
-              [ws.ptr, c.ptr, pbias, d.m, d.n, splits, wsn, c.strides[0], c.strides[1], bs,
-               alpha, beta, hb], stream)
+def sku_knobs(knobs) -> tuple:
+    """The knobs a GEMM plan's KernelSku reports: the SKU's canonical knobs without the operand
+    majors (run-time choices of the plan, left out of its SKU)."""
+    return tuple(kv for kv in freeze_knobs(knobs) if kv[0] not in ("a_major", "b_major"))
 
 
 def _mma_layout(view, rows: int, cols: int, s_rows: int, s_cols: int,
@@ -309,28 +258,23 @@ class GemmPlan(Plan):
     """c = act(alpha · a @ b + beta · c + bias) for f16 / bf16 (tensor cores, f32 accumulate),
     strict f32 and f64; any operand strides; workspace only for split-K (``splits`` > 1: f32
     (splits, m, align_up(n, 4))).  See the module docstring for the kernel choice, the tile and
-    the split-K heuristics."""
+    the split-K heuristics; ``GemmTuning(tile=..., splits=...)`` in the preference forces them."""
 
-    @classmethod
-    def select(cls, desc: GemmDescriptor, pref=None, *, tile: Optional[str] = None,
-               splits: Optional[int] = None):
-        """Validate ``desc`` and pick the kernel family and tile (``tile`` forces one of
-        "128x128", "64x64", "16x32", "simt" or, on sm90a, "wgmma128x128", "wgmma128x256",
-        "wgmma128x256c2") and the split-K count (``splits`` forces it: 1 = off, S > 1 needs an
-        f16 / bf16 problem on a mma.sync tile); see the module docstring for the defaults."""
-        plan = begin_select(cls, desc, pref, GemmDescriptor, plan_arch)
-        d = desc
-        if splits is not None and (not isinstance(splits, int) or isinstance(splits, bool)
-                                   or splits < 1):
-            raise InvalidProblemError(f"Gemm: splits must be an int >= 1, got {splits!r}")
+    descriptor = GemmDescriptor
+
+    def _plan(self) -> None:
+        d = self.desc
+        tuning = self.pref.tuning_for(GemmTuning)
+        tile, splits = tuning.tile, tuning.splits
         if splits is not None and splits > SPLIT_MAX_FORCED:
             raise UnsupportedError(f"Gemm: splits = {splits} exceeds {SPLIT_MAX_FORCED}")
         if tile is not None and tile not in (*spec.TILES, "simt", *SM90_TILES):
             raise UnsupportedError(f"Gemm: tile {tile!r} is not wired; wired: "
                                    f"{', '.join(spec.TILES)}, simt, {', '.join(SM90_TILES)}")
-        if tile in SM90_TILES and plan._arch is not ArchSku.SM90A:
+        if tile in SM90_TILES and self._arch is not ArchSku.SM90A:
             raise UnsupportedError(f"Gemm: tile {tile} needs sm90a (wgmma); this plan targets "
-                                   f"{plan._arch.value}")
+                                   f"{self._arch.value}")
+        self._wg_split = False
         if d.uses_tf32:
             if tile not in (None, "simt", *spec32.TF32_TILES):
                 raise UnsupportedError(f"Gemm: tile {tile} is not wired for tf32; wired: "
@@ -344,49 +288,46 @@ class GemmPlan(Plan):
                                        f"(tensor cores); {d.dtype.name} runs on the SIMT kernel")
             tile = "simt"
         elif tile is None:
-            big = math.ceil(d.m / 128) * math.ceil(d.n / 128)
-            t256 = spec90.num_tiles(d.m, d.n, "128x256")
-            hopper = plan._arch is ArchSku.SM90A and d.m > DECODE_MAX_M
-            if hopper and big >= SM90_MIN_TILES and t256 >= SM90_BIG_TILE_MIN_CTAS:
-                tile = "wgmma128x256c2"
-            elif (hopper and d.m > NARROW_MIN_M and big < SM90_BIG_TILE_MIN_CTAS
-                    and splits in (None, 1)):
-                tile = "wgmma128x64"             # under a wave of 128x128 tiles: narrow tiles
-            elif hopper and big >= SM90_MIN_TILES:
-                tile = "wgmma128x128"
-            elif hopper and d.k >= WG_SPLIT_MIN_K:
-                tile = "wgmma128x128"            # small grid: split over k (_split_k)
-                plan._wg_split = True
-            elif d.m <= DECODE_MAX_M:
-                tile = spec.DECODE_TILE
-            else:
-                tile = "128x128" if big >= BIG_TILE_MIN_CTAS else "64x64"
-        plan._tile = tile
-        plan._act = _ACT[d.epilogue]
-        plan._knob_memo = {}
-        plan.__dict__.setdefault("_wg_split", False)
-        plan._splits, plan._ks = plan._split_k(splits)
+            tile = self._default_half_tile(splits)
+        self._tile = tile
+        self._act = _ACT[d.epilogue]
+        self._knob_memo = {}
+        self._splits, self._ks = self._split_k(splits)
+        if tile in SM90_TILES:
+            self._sm90 = Sm90Launcher()
         acc = float64 if d.dtype is float64 else float32
         pg = PrecisionGuarantee(math_precision=d.dtype, accumulator=acc)
         if tile == "simt":
-            tmpl, knobs = spec.GEMM_SIMT, plan._simt_knobs()
+            tmpl, knobs = spec.GEMM_SIMT, self._simt_knobs()
         elif d.uses_tf32:
-            tmpl, knobs = spec32.GEMM_TF32, dict(plan._tf32_knobs("k", "k"))
-            knobs.pop("a_major")
-            knobs.pop("b_major")
+            tmpl, knobs = spec32.GEMM_TF32, self._tf32_knobs("k", "k")
         elif tile in SM90_TILES:
-            tmpl, knobs = spec90.GEMM_SM90, dict(plan._sm90_knobs("k", "k", plan._splits > 1))
-            knobs.pop("a_major")
-            knobs.pop("b_major")
+            tmpl, knobs = spec90.GEMM_SM90, self._sm90_knobs("k", "k", self._splits > 1)
         else:
-            tmpl, knobs = spec.GEMM_MMA, dict(plan._mma_knobs("k", "n", plan._splits > 1))
-            knobs.pop("a_major")
-            knobs.pop("b_major")
-        plan._sku = KernelSku(OpCategory.GEMM, "gemm", d.dtype, plan._arch,
+            tmpl, knobs = spec.GEMM_MMA, self._mma_knobs("k", "n", self._splits > 1)
+        self._sku = KernelSku(OpCategory.GEMM, "gemm", d.dtype, self._arch,
                               BackendKind.CUTE_DSL, pg, aux_element=d.out_dtype,
-                              epilogue=d.epilogue, template=tmpl.name,
-                              knobs=tuple(sorted(knobs.items())))
-        return plan
+                              epilogue=d.epilogue, template=tmpl.name, knobs=sku_knobs(knobs))
+
+    def _default_half_tile(self, splits: Optional[int]) -> str:
+        """The f16 / bf16 tile of the module docstring's rules (sets ``_wg_split`` when the
+        wgmma 128×128 route is chosen to split a small grid over k)."""
+        d = self.desc
+        big = math.ceil(d.m / 128) * math.ceil(d.n / 128)
+        t256 = spec90.num_tiles(d.m, d.n, "128x256")
+        hopper = self._arch is ArchSku.SM90A and d.m > DECODE_MAX_M
+        if hopper and big >= SM90_MIN_TILES and t256 >= SM90_BIG_TILE_MIN_CTAS:
+            return "wgmma128x256c2"
+        if hopper and d.m > NARROW_MIN_M and big < SM90_BIG_TILE_MIN_CTAS and splits in (None, 1):
+            return "wgmma128x64"             # under a wave of 128x128 tiles: narrow tiles
+        if hopper and big >= SM90_MIN_TILES:
+            return "wgmma128x128"
+        if hopper and d.k >= WG_SPLIT_MIN_K:
+            self._wg_split = True            # small grid: split over k (_split_k)
+            return "wgmma128x128"
+        if d.m <= DECODE_MAX_M:
+            return spec.DECODE_TILE
+        return "128x128" if big >= BIG_TILE_MIN_CTAS else "64x64"
 
     # -- split-K ------------------------------------------------------------------------------
     def _split_k(self, forced: Optional[int]):
@@ -416,12 +357,13 @@ class GemmPlan(Plan):
                 return 1, d.k
             ks = split_extent(d.k, want, bk)
             S = math.ceil(d.k / ks)
-            if S < 2 or (cap is not None and _ws_bytes(S, d.m, d.n) > cap):
+            if S < 2 or (cap is not None and workspace_bytes(S, d.m, d.n) > cap):
                 return 1, d.k
             return S, ks
-        if cap is not None and _ws_bytes(forced, d.m, d.n) > cap:
-            raise UnsupportedError(f"Gemm: {forced} splits need {_ws_bytes(forced, d.m, d.n)} "
-                                   f"bytes of workspace > max_workspace_bytes={cap}")
+        if cap is not None and workspace_bytes(forced, d.m, d.n) > cap:
+            raise UnsupportedError(f"Gemm: {forced} splits need "
+                                   f"{workspace_bytes(forced, d.m, d.n)} bytes of workspace > "
+                                   f"max_workspace_bytes={cap}")
         for g in sorted({bk, 64, 32, 16, spec.MMA_VEC}, reverse=True):
             if g > bk:
                 continue
@@ -433,8 +375,8 @@ class GemmPlan(Plan):
 
     def _split_wgmma(self, forced: Optional[int]):
         """(S, ks) of the wgmma 128×128 route: every split but the last covers ks = kps · 64 of
-        k (whole k blocks).  Default (only when ``select`` picked this route for a small
-        grid): S = min(SPLIT_MAX, SMs // tiles, k blocks // WG_SPLIT_MIN_KB), none below 2."""
+        k (whole k blocks).  Default (only when ``_plan`` picked this route for a small grid):
+        S = min(SPLIT_MAX, SMs // tiles, k blocks // WG_SPLIT_MIN_KB), none below 2."""
         d = self.desc
         if forced == 1 or d.m == 0 or d.n == 0 or d.k == 0:
             return 1, d.k
@@ -462,30 +404,30 @@ class GemmPlan(Plan):
         split."""
         if self._splits < 2:
             return 0
-        return _ws_bytes(self._splits, self.desc.m, self.desc.n)
+        return workspace_bytes(self._splits, self.desc.m, self.desc.n)
 
-    # -- knobs (memoised dicts: Plan._kernel keys its memo on their identity) ----------------
-    def _simt_knobs(self) -> dict:
+    # -- knobs (memoised objects: Plan._kernel keys its memo on their identity) --------------
+    def _simt_knobs(self) -> spec.SimtKnobs:
         key = ("simt",)
         kn = self._knob_memo.get(key)
         if kn is None:
             d = self.desc
-            kn = self._knob_memo[key] = dict(dtype=d.dtype.short, out=d.out_dtype.short,
-                                              act=self._act)
+            kn = self._knob_memo[key] = spec.SimtKnobs(dtype=d.dtype.short,
+                                                       out=d.out_dtype.short, act=self._act)
         return kn
 
-    def _tf32_knobs(self, a_major: str, b_major: str) -> dict:
+    def _tf32_knobs(self, a_major: str, b_major: str) -> spec32.Tf32Knobs:
         key = ("tf32", a_major, b_major)
         kn = self._knob_memo.get(key)
         if kn is None:
             tile = self._tile
             if a_major != "k":
                 tile = "64x64"          # the 128x128 tf32 tile exists for k-major a only
-            kn = self._knob_memo[key] = dict(a_major=a_major, b_major=b_major, act=self._act,
-                                              tile=tile)
+            kn = self._knob_memo[key] = spec32.Tf32Knobs(a_major=a_major, b_major=b_major,
+                                                         act=self._act, tile=tile)
         return kn
 
-    def _sm90_knobs(self, a_major: str, b_major: str, part: bool = False) -> dict:
+    def _sm90_knobs(self, a_major: str, b_major: str, part: bool = False) -> spec90.Sm90Knobs:
         """Knobs of the wgmma SKU; ``part``: the split-K partial-product SKU (f32 out)."""
         key = ("sm90", a_major, b_major, part)
         kn = self._knob_memo.get(key)
@@ -496,20 +438,20 @@ class GemmPlan(Plan):
                 cluster = 1             # the cluster SKUs exist for a k-major a only
             if tile == spec90.NARROW_TILE and (a_major, b_major) != ("k", "k"):
                 tile = "128x128"        # the narrow tile exists for k-major a and b only
-            kn = self._knob_memo[key] = dict(dtype=d.dtype.short,
-                                              out="f32" if part else d.out_dtype.short,
-                                              a_major=a_major, b_major=b_major, tile=tile,
-                                              cluster=cluster)
+            kn = self._knob_memo[key] = spec90.Sm90Knobs(
+                dtype=d.dtype.short, out="f32" if part else d.out_dtype.short, a_major=a_major,
+                b_major=b_major, tile=tile, cluster=cluster)
         return kn
 
-    def _reduce_knobs(self) -> dict:
+    def _reduce_knobs(self) -> spec.SplitKReduceKnobs:
         key = ("splitk",)
         kn = self._knob_memo.get(key)
         if kn is None:
-            kn = self._knob_memo[key] = dict(out=self.desc.out_dtype.short, act=self._act)
+            kn = self._knob_memo[key] = spec.SplitKReduceKnobs(out=self.desc.out_dtype.short,
+                                                               act=self._act)
         return kn
 
-    def _mma_knobs(self, a_major: str, b_major: str, part: bool = False) -> dict:
+    def _mma_knobs(self, a_major: str, b_major: str, part: bool = False) -> spec.MmaKnobs:
         """Knobs of the mma.sync SKU; ``part``: the split-K partial-product SKU (f32 out, no
         activation)."""
         key = ("mma", a_major, b_major, part)
@@ -521,17 +463,17 @@ class GemmPlan(Plan):
                 tile = "128x128"        # operands TMA cannot take: the mma.sync kernel
             if tile == spec.DECODE_TILE and a_major != "k":
                 tile = "64x64"          # the decode tile exists for k-major a only
-            kn = self._knob_memo[key] = dict(dtype=d.dtype.short,
-                                              out="f32" if part else d.out_dtype.short,
-                                              a_major=a_major, b_major=b_major,
-                                              act="none" if part else self._act, tile=tile)
+            kn = self._knob_memo[key] = spec.MmaKnobs(
+                dtype=d.dtype.short, out="f32" if part else d.out_dtype.short, a_major=a_major,
+                b_major=b_major, act="none" if part else self._act, tile=tile)
         return kn
 
     # -- args ---------------------------------------------------------------------------------
     def is_empty(self) -> bool:
         return self.desc.m == 0 or self.desc.n == 0
 
-    def _views(self, args):
+    def _bind(self, args):
+        """The checked views (a, b, c, bias) of ``args``."""
         if not isinstance(args, GemmArgs):
             raise InvalidProblemError(f"GemmPlan needs GemmArgs, got {type(args).__name__}")
         d = self.desc
@@ -546,16 +488,15 @@ class GemmPlan(Plan):
             raise InvalidProblemError("Gemm: bias given but the epilogue is 'identity'")
         return a, b, c, bias
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
     def kernel_for(self, args):
         """(template, knobs) of the GEMM kernel the plan launches for these args (checks them
-        first); when split (``splits`` > 1) the mma.sync partial-product SKU, followed by
+        first); when split (``splits`` > 1) the partial-product SKU, followed by
         ``gemm_splitk_reduce``."""
-        return self._route(*self._views(args))[:2]
+        return self.route(*self._bind(args))[:2]
 
-    def _route(self, a, b, c, bias):
+    def route(self, a, b, c, bias):
+        """(template, knobs, leading dims or None) of the GEMM kernel for checked views (the
+        operand layouts decide: TMA / mma.sync / tf32 eligibility, else SIMT)."""
         d = self.desc
         if self._tile in SM90_TILES and d.k >= 1:
             la = tma_layout(a, d.m, d.k, a.strides[0], a.strides[1])
@@ -586,31 +527,28 @@ class GemmPlan(Plan):
                                    f"the SIMT kernel")
         return spec.GEMM_SIMT, self._simt_knobs(), None
 
-    def _reduce(self, device, ws, c, pbias, bs, hb, stream) -> None:
-        """``gemm_splitk_reduce``: c = act(alpha · Σ_s ws[s] + beta · c + bias)."""
+    def _launch(self, bound, stream: int, ws) -> None:
+        a, b, c, bias = bound
         d = self.desc
-        launch_splitk_reduce(self, self._reduce_knobs(), device, ws, c, pbias, bs, hb,
-                             self._splits, d.alpha, d.beta, stream)
-
-    def _launch(self, args, stream: int, ws) -> None:
-        a, b, c, bias = self._views(args)
-        d = self.desc
-        tmpl, knobs, lds = self._route(a, b, c, bias)
+        tmpl, knobs, lds = self.route(a, b, c, bias)
         if self._splits > 1:
             check_split_workspace(ws)
         lk = self._kernel(tmpl, knobs, a.device)
+        # a null-free bias pointer (c's) when there is no bias
         pbias, bs, hb = (bias.ptr, bias.strides[0], 1) if bias is not None else (c.ptr, 0, 0)
         if tmpl is spec90.GEMM_SM90 and self._splits < 2:
-            launch_sm90(self, lk, knobs, a, b, c, pbias, bs, hb, lds, stream)
+            self._sm90.launch(lk, knobs, d.m, d.n, d.k, a, b, c, (pbias, bs, hb), lds, stream,
+                              act=self._act, alpha=d.alpha, beta=d.beta)
         elif tmpl is spec90.GEMM_SM90:
             # split-K on the persistent wgmma kernel: (tile, split) work units write f32 partial
             # products into the workspace, then the reduction + epilogue into c
-            wsn = _ws_cols(d.n)
-            launch_sm90(self, lk, knobs, a, b, c, pbias, bs, hb, lds, stream,
-                        split=(self._splits, self._ks // 64, d.m * wsn), cview=(ws.ptr, wsn))
-            self._reduce(a.device, ws, c, pbias, bs, hb, stream)
+            wsn = workspace_cols(d.n)
+            self._sm90.launch(lk, knobs, d.m, d.n, d.k, a, b, c, (pbias, bs, hb), lds, stream,
+                              split=(self._splits, self._ks // 64, d.m * wsn),
+                              cview=(ws.ptr, wsn))
+            self._reduce(a.device, ws, c, (pbias, bs, hb), stream)
         elif tmpl is spec.GEMM_MMA:
-            bm, bn = spec.TILES[knobs["tile"]][:2]
+            bm, bn = spec.TILES[knobs.tile][:2]
             tiles = math.ceil(d.m / bm) * math.ceil(d.n / bn)
             if self._splits < 2:
                 lk.launch((tiles, 1, 1), [a.ptr, b.ptr, c.ptr, pbias, d.m, d.n, d.k, lds[0],
@@ -620,16 +558,16 @@ class GemmPlan(Plan):
             # split-K: S partial products (batch index = split) into the f32 workspace, then
             # the reduction + epilogue into c
             S, ks = self._splits, self._ks
-            wsn = _ws_cols(d.n)
+            wsn = workspace_cols(d.n)
             # element stride along k of each operand in the kernel's view
-            ska = 1 if knobs["a_major"] == "k" else lds[0]
-            skb = 1 if knobs["b_major"] == "k" else lds[1]
+            ska = 1 if knobs.a_major == "k" else lds[0]
+            skb = 1 if knobs.b_major == "k" else lds[1]
             lk.launch((tiles, S, 1), [a.ptr, b.ptr, ws.ptr, ws.ptr, d.m, d.n, ks, lds[0],
                                       lds[1], wsn, 1, 0, 1.0, 0.0, 0, ks * ska, ks * skb,
                                       d.m * wsn, 0, d.k - (S - 1) * ks], stream)
-            self._reduce(a.device, ws, c, pbias, bs, hb, stream)
+            self._reduce(a.device, ws, c, (pbias, bs, hb), stream)
         elif tmpl is spec32.GEMM_TF32:
-            bm, bn = spec32.TF32_TILES[knobs["tile"]][:2]
+            bm, bn = spec32.TF32_TILES[knobs.tile][:2]
             grid = (math.ceil(d.m / bm) * math.ceil(d.n / bn), 1, 1)
             lk.launch(grid, [a.ptr, b.ptr, c.ptr, pbias, d.m, d.n, d.k, lds[0], lds[1],
                              c.strides[0], c.strides[1], bs, d.alpha, d.beta, hb], stream)
@@ -638,3 +576,9 @@ class GemmPlan(Plan):
             lk.launch(grid, [a.ptr, b.ptr, c.ptr, pbias, d.m, d.n, d.k, a.strides[0],
                              a.strides[1], b.strides[0], b.strides[1], c.strides[0],
                              c.strides[1], bs, d.alpha, d.beta, hb], stream)
+
+    def _reduce(self, device, ws, c, bias, stream) -> None:
+        """``gemm_splitk_reduce``: c = act(alpha · Σ_s ws[s] + beta · c + bias)."""
+        d = self.desc
+        launch_splitk_reduce(self, self._reduce_knobs(), device, ws, c, bias, self._splits,
+                             d.alpha, d.beta, stream)

@@ -17,10 +17,12 @@ launch, so larger batches take ceil(batch / 65535) launches).  Other routes (the
 kernel for large entries, tf32, SIMT, misaligned batch strides) are a **launch loop**: one
 GemmPlan launch per entry, in order, on the caller's stream, each with views of the entry at
 its element offset.  ``batch == 1`` is exactly GemmPlan (including its split-K and workspace);
-for batch > 1 the per-entry GemmPlan is selected with ``splits=1`` (the batch fills the grid;
-no workspace).  ``GroupedGemmPlan`` is a launch loop (a persistent tile scheduler over the
-problem list is planned).  Everything (the whole strided views, dtypes, devices, shapes of
-every problem, the GemmPlan checks of the first entry) is validated before the first launch.
+for batch > 1 the per-entry GemmPlan is selected with ``GemmTuning.splits = 1`` (the batch fills
+the grid; no workspace).  Both plans take GemmPlan's tuning (``GemmTuning(tile=..., splits=...)``
+in the preference; a split count > 1 only for batch == 1).  ``GroupedGemmPlan`` is a launch loop
+(a persistent tile scheduler over the problem list is planned).  Everything (the whole strided
+views, dtypes, devices, shapes of every problem, the GemmPlan checks of the first entry) is
+validated before the first launch.
 dtypes, epilogues and precision are GemmPlan's: f16 / bf16 on tensor cores with f32
 accumulate, strict f32, f64.  ``plan.sku()`` reports the GemmPlan SKU (of the first problem for
 the grouped plan; ``plan.gemm_plans`` lists them all).  Workspace: the GemmPlan's (non-zero only
@@ -37,11 +39,11 @@ import math
 
 from ...dtypes import DType
 from ...errors import DeviceMismatchError, InvalidProblemError, UnsupportedError
-from ...plan import Plan, check_select, check_writable_no_overlap, view_arg
-from ...runtime.stream import stream_handle
-from .specs import gemm as spec
+from ...plan import Plan, check_writable_no_overlap, view_arg
 from ...tensor import TensorView
 from .gemm import GemmArgs, GemmDescriptor, GemmPlan
+from .specs import gemm as spec
+from .tuning import GemmTuning, with_gemm_tuning
 
 _I32 = 2 ** 31 - 1
 #: most batch entries of one gemm_mma launch (grid y limit); larger batches are chunked
@@ -122,23 +124,19 @@ class BatchedGemmPlan(Plan):
     mma.sync kernel, else a loop of GemmPlan launches (one per entry, in order, on the caller's
     stream; see the module docstring).  ``sku()`` is the GemmPlan's SKU."""
 
-    @classmethod
-    def select(cls, desc: BatchedGemmDescriptor, pref=None, *, tile: Optional[str] = None,
-               splits: Optional[int] = None):
-        """Validate ``desc`` and select the per-entry GemmPlan (``tile`` as GemmPlan.select;
-        ``splits`` as GemmPlan.select for batch == 1 — for batch > 1 only 1 / None: the
-        entries are not split)."""
-        pref = check_select(desc, pref, BatchedGemmDescriptor, cls.__name__)
-        if desc.batch != 1:
-            if splits not in (None, 1):
+    descriptor = BatchedGemmDescriptor
+
+    def _plan(self) -> None:
+        d = self.desc
+        pref = self.pref
+        if d.batch != 1:
+            tuning = pref.tuning_for(GemmTuning)
+            if tuning.splits not in (None, 1):
                 raise UnsupportedError(f"BatchedGemm: split-K is wired for batch == 1; got "
-                                       f"splits={splits!r} with batch {desc.batch}")
-            splits = 1
-        gemm = GemmPlan.select(desc.gemm, pref, tile=tile, splits=splits)
-        plan = cls(desc, pref, gemm.sku())
-        plan._arch = gemm._arch
-        plan.gemm_plan = gemm
-        return plan
+                                       f"splits={tuning.splits!r} with batch {d.batch}")
+            pref = with_gemm_tuning(pref, GemmTuning(tile=tuning.tile, splits=1))
+        self.gemm_plan = GemmPlan.select(d.gemm, pref)
+        self._sku = self.gemm_plan.sku()
 
     def is_empty(self) -> bool:
         d = self.desc
@@ -148,7 +146,9 @@ class BatchedGemmPlan(Plan):
         """The GemmPlan's (non-zero only for batch == 1 with split-K)."""
         return self.gemm_plan.workspace_size()
 
-    def _views(self, args):
+    def _bind(self, args):
+        """The checked whole views (a, b, c, bias as (batch, n)); entry 0 also passes the
+        GemmPlan's checks."""
         if not isinstance(args, BatchedGemmArgs):
             raise InvalidProblemError(f"BatchedGemmPlan needs BatchedGemmArgs, got "
                                       f"{type(args).__name__}")
@@ -181,13 +181,10 @@ class BatchedGemmPlan(Plan):
         return GemmArgs(_entry(a, i), _entry(b, i), _entry(c, i),
                         None if bias is None else _entry(bias, i))
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
     def kernel_for(self, args):
         """(template, knobs, batched): the GEMM kernel the entries run on and whether the batch
         is one batched launch (True) or a loop of GemmPlan launches (False); checks ``args``."""
-        a, b, c, bias = self._views(args)
+        a, b, c, bias = self._bind(args)
         tmpl, knobs, _ = self._batched_route(a, b, c, bias)
         if tmpl is None:
             tmpl, knobs = self.gemm_plan.kernel_for(self._entry_args(a, b, c, bias, 0))
@@ -202,7 +199,7 @@ class BatchedGemmPlan(Plan):
         if d.batch < 2 or g.splits > 1:
             return None, None, None
         e = self._entry_args(a, b, c, bias, 0)
-        tmpl, knobs, lds = g._route(e.a, e.b, e.c, e.bias)
+        tmpl, knobs, lds = g.route(e.a, e.b, e.c, e.bias)
         if tmpl is not spec.GEMM_MMA:
             return None, None, None
         isz = d.dtype.itemsize
@@ -210,27 +207,23 @@ class BatchedGemmPlan(Plan):
             return None, None, None          # entries would differ in alignment: loop
         return tmpl, knobs, lds
 
-    def run(self, args, stream=None, workspace=None) -> None:
-        """Check the whole views (and entry 0 against the GemmPlan), then one batched gemm_mma
-        launch (per 65535 entries) or one GemmPlan launch per entry, in order, on ``stream``."""
-        a, b, c, bias = self._views(args)
-        self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        s = stream_handle(stream)
+    def _launch(self, bound, stream: int, ws) -> None:
+        """One batched gemm_mma launch (per 65535 entries) or one GemmPlan launch per entry, in
+        order, on ``stream``."""
+        a, b, c, bias = bound
         g = self.gemm_plan
         tmpl, knobs, lds = self._batched_route(a, b, c, bias)
         if tmpl is not None:
-            self._launch_batched(a, b, c, bias, knobs, lds, s)
+            self._launch_batched(a, b, c, bias, knobs, lds, stream)
             return
         for i in range(self.desc.batch):
-            g.run(self._entry_args(a, b, c, bias, i), stream=s, workspace=workspace)
+            g.run(self._entry_args(a, b, c, bias, i), stream=stream, workspace=ws)
 
-    def _launch_batched(self, a, b, c, bias, knobs, lds, stream: int) -> None:
+    def _launch_batched(self, a, b, c, bias, knobs: spec.MmaKnobs, lds, stream: int) -> None:
         d = self.desc
         g = self.gemm_plan
         lk = g._kernel(spec.GEMM_MMA, knobs, a.device)
-        bm, bn = spec.TILES[knobs["tile"]][:2]
+        bm, bn = spec.TILES[knobs.tile][:2]
         tiles = math.ceil(d.m / bm) * math.ceil(d.n / bn)
         isz, osz = d.dtype.itemsize, d.out_dtype.itemsize
         sa, sb, sc = a.strides[0], b.strides[0], c.strides[0]
@@ -292,36 +285,34 @@ class GroupedGemmArgs:
 
 class GroupedGemmPlan(Plan):
     """A list of independent GEMMs as a loop of GemmPlan launches (problems with m, n = 0 are
-    skipped; see the module docstring).  One GemmPlan per distinct (m, n, k), selected here;
-    ``sku()`` is the first problem's (``gemm_plans`` has one per problem)."""
+    skipped; see the module docstring).  One GemmPlan per distinct (m, n, k), selected with the
+    caller's preference (its GemmTuning applies to every problem); ``sku()`` is the first
+    problem's (``gemm_plans`` has one per problem)."""
 
-    @classmethod
-    def select(cls, desc: GroupedGemmDescriptor, pref=None, *, tile: Optional[str] = None):
-        """Validate ``desc`` and select a GemmPlan per distinct problem shape (``tile`` as
-        GemmPlan.select, applied to every problem)."""
-        pref = check_select(desc, pref, GroupedGemmDescriptor, cls.__name__)
+    descriptor = GroupedGemmDescriptor
+
+    def _plan(self) -> None:
+        d = self.desc
         by_shape = {}
         plans = []
-        for g, shp in enumerate(desc.problems):
+        for g, shp in enumerate(d.problems):
             p = by_shape.get(shp)
             if p is None:
-                p = by_shape[shp] = GemmPlan.select(desc.gemm(g), pref, tile=tile)
+                p = by_shape[shp] = GemmPlan.select(d.gemm(g), self.pref)
             plans.append(p)
         if not plans:   # no problems: a SKU is still reported (that of a 1×1×1 problem)
-            plans_sku = GemmPlan.select(GemmDescriptor(1, 1, 1, desc.dtype, desc.out_dtype,
-                                                       epilogue=desc.epilogue), pref, tile=tile)
+            first = GemmPlan.select(GemmDescriptor(1, 1, 1, d.dtype, d.out_dtype,
+                                                   epilogue=d.epilogue), self.pref)
         else:
-            plans_sku = plans[0]
-        plan = cls(desc, pref, plans_sku.sku())
-        plan._arch = plans_sku._arch
-        plan.gemm_plans = tuple(plans)
-        return plan
+            first = plans[0]
+        self._sku = first.sku()
+        self.gemm_plans = tuple(plans)
 
     def is_empty(self) -> bool:
         return all(m == 0 or n == 0 for m, n, _ in self.desc.problems)
 
     def workspace_size(self) -> int:
-        """The largest of the GemmPlans' (0 today); one buffer serves every problem."""
+        """The largest of the GemmPlans'; one buffer serves every problem."""
         return max((p.workspace_size() for p in self.gemm_plans), default=0)
 
     def _lists(self, args):
@@ -349,7 +340,7 @@ class GroupedGemmPlan(Plan):
             out.append([None] * G)
         return out
 
-    def _checked(self, args):
+    def _bind(self, args):
         """Per problem, the checked GemmArgs (views)."""
         a_l, b_l, c_l, bias_l = self._lists(args)
         res = []
@@ -371,14 +362,8 @@ class GroupedGemmPlan(Plan):
             res.append(ga)
         return res
 
-    def can_implement(self, args) -> None:
-        self._checked(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        """Check every problem's views, then launch the non-empty problems in order."""
-        checked = self._checked(args)
-        self.check_workspace(workspace)
-        s = stream_handle(stream)
+    def _launch(self, checked, stream: int, ws) -> None:
+        """Launch the non-empty problems in order."""
         for p, ga in zip(self.gemm_plans, checked):
             if not p.is_empty():
-                p.run(ga, stream=s, workspace=workspace)
+                p.run(ga, stream=stream, workspace=ws)

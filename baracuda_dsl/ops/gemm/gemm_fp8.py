@@ -32,7 +32,7 @@ k order, no atomics).
 
 Kernels (sm89 and sm90a; sm80 has no fp8 tensor cores → UnsupportedError):
 
-* sm90a, a / b pair in ``templates.gemm_sm90.FP8_PAIRS`` (every pair but e5m2 · e5m2), any m
+* sm90a, a / b pair in ``specs.gemm_sm90.FP8_PAIRS`` (every pair but e5m2 · e5m2), any m
   → ``gemm_sm90``'s fp8 SKUs: wgmma (QGMMA) m64nNk32 fed by TMA, the
   warp-specialised persistent kernel of ``GemmPlan`` with 128 fp8 elements of k per stage and
   the scales applied to the accumulators; tile 128×256 when it yields >=
@@ -47,25 +47,31 @@ Kernels (sm89 and sm90a; sm80 has no fp8 tensor cores → UnsupportedError):
   ``gemm_tf32`` 4-stage cp.async pipeline on 32-bit words.  On sm89 it issues native fp8
   MMAs; on sm90a ptxas lowers each fp8 ``mma.sync`` to fp8→f16 unpacks and two f16 MMAs (so
   there it serves e5m2 · e5m2 and forced mma tiles only).  Tile: 128×128 (×64 bytes of k) when it
-  yields >= ``BIG_TILE_MIN_CTAS`` CTAs, else 64×64 (×128 bytes); ``select(desc, pref,
-  tile=...)`` forces one.
+  yields >= ``BIG_TILE_MIN_CTAS`` CTAs, else 64×64 (×128 bytes).
+
+Tuning (``PlanPreference(tuning=GemmTuning(...))``): ``tile`` forces the mma.sync tiles "128x128"
+/ "64x64" or, on sm90a, "wgmma128x128" / "wgmma128x256"; ``splits`` the split-K count of the
+wgmma 128×128 route (1 = off).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple, Optional
 
 from ...dtypes import DType, bfloat16, float8_e4m3, float8_e5m2, float16, float32
 from ...errors import InvalidProblemError, MisalignedOperandError, UnsupportedError
-from ...plan import (Plan, align_up, begin_select, check_dtype, check_writable_no_overlap,
-                     plan_arch, view_arg)
+from ...jit import freeze_knobs
+from ...plan import Plan, align_up, check_dtype, check_writable_no_overlap, view_arg
+from ...vocabulary import ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from .gemm_sm90_launch import Sm90Launcher
+from .specs import gemm as spec_gemm
 from .specs import gemm_fp8 as spec
 from .specs import gemm_sm90 as spec90
-from .gemm import (_ws_bytes, _ws_cols, check_split_workspace, launch_splitk_reduce,
-                   whole_block_split)
-from ...vocabulary import ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from .split_k import (check_split_workspace, launch_splitk_reduce, whole_block_split,
+                      workspace_bytes, workspace_cols)
+from .tuning import GemmTuning
 
 FP8_DTYPES = (float8_e4m3, float8_e5m2)
 OUT_DTYPES = (bfloat16, float16, float32)
@@ -79,7 +85,7 @@ BIG_TILE_MIN_CTAS = 96
 WGMMA_MIN_M = 1
 #: sm90a: the 128x256 wgmma tile when it gives at least this many tiles (one H100 wave)
 SM90_BIG_TILE_MIN_CTAS = 132
-#: sm90a tile names (``tile=``) -> templates.gemm_sm90 tile knob
+#: sm90a tile names (``GemmTuning.tile``) -> specs.gemm_sm90 tile knob
 SM90_TILES = {"wgmma128x128": "128x128", "wgmma128x256": "128x256"}
 #: sm90a small grids (fewer than SPLIT_BELOW_TILES 128×128 tiles) split k over the persistent
 #: wgmma kernel when every split keeps >= split_min_k(m) of k: S = min(SPLIT_MAX, SMs // tiles,
@@ -94,6 +100,8 @@ def split_min_k(m: int) -> int:
     """Least k per split: 1024 for decode-like m <= 64 (weight streaming wants every SM),
     4096 above (the extra reduction launch costs more than the split gains at k = 4096)."""
     return 1024 if m <= 64 else 4096
+
+
 _I32 = 2 ** 31 - 1
 _V = spec.FP8_VEC
 #: dtype short name -> the PTX type of the mma (the kernel knob)
@@ -207,68 +215,62 @@ def _scale(obj, name: str, length: int, row: bool, device: int):
 class Fp8GemmPlan(Plan):
     """e4m3 / e5m2 GEMM on tensor cores (sm89, sm90a) with per-tensor / per-row / per-column
     float32 scales, optional bias, bf16 / f16 / f32 output.  See the module docstring for
-    layouts, alignment, precision and the tile heuristic."""
+    layouts, alignment, precision, the tile heuristic and the tuning it takes."""
 
-    @classmethod
-    def select(cls, desc: Fp8GemmDescriptor, pref=None, *, tile: Optional[str] = None,
-               splits: Optional[int] = None):
-        """Validate ``desc`` and pick the kernel and tile (``tile`` forces the mma.sync tiles
-        "128x128" / "64x64" or, on sm90a, "wgmma128x128" / "wgmma128x256"); ``splits`` forces
-        the split-K count of the wgmma 128×128 route (1 = off)."""
-        plan = begin_select(cls, desc, pref, Fp8GemmDescriptor, plan_arch)
-        d = desc
-        if plan._arch not in ARCHES:
+    descriptor = Fp8GemmDescriptor
+
+    def _plan(self) -> None:
+        d = self.desc
+        tuning = self.pref.tuning_for(GemmTuning)
+        tile = tuning.tile
+        if self._arch not in ARCHES:
             raise UnsupportedError(f"Fp8Gemm: fp8 tensor cores need sm89 or sm90a, the plan "
-                                   f"targets {plan._arch.value}; wired: sm89, sm90a")
+                                   f"targets {self._arch.value}; wired: sm89, sm90a")
         pair = (_PTX[d.a_dtype.short], _PTX[d.b_dtype.short])
-        wg_ok = plan._arch is ArchSku.SM90A and pair in spec90.FP8_PAIRS
+        wg_ok = self._arch is ArchSku.SM90A and pair in spec90.FP8_PAIRS
         if tile is not None and tile not in spec.FP8_TILES and tile not in SM90_TILES:
             raise UnsupportedError(f"Fp8Gemm: tile {tile!r} is not wired; wired: "
                                    f"{', '.join(spec.FP8_TILES)}, {', '.join(SM90_TILES)}")
         if tile in SM90_TILES and not wg_ok:
             raise UnsupportedError(f"Fp8Gemm: tile {tile} needs sm90a and an a / b type pair "
-                                   f"in {spec90.FP8_PAIRS}; this plan: {plan._arch.value}, "
+                                   f"in {spec90.FP8_PAIRS}; this plan: {self._arch.value}, "
                                    f"{pair}")
         if tile is None and wg_ok and d.m >= WGMMA_MIN_M:
             t256 = spec90.num_tiles(d.m, d.n, "128x256")
             tile = "wgmma128x256" if t256 >= SM90_BIG_TILE_MIN_CTAS else "wgmma128x128"
-        plan._wgmma = None
+        self._wgmma = None
         if tile in SM90_TILES:
-            plan._wgmma = dict(dtype=pair[0], b=pair[1], out=d.out_dtype.short, a_major="k",
-                               b_major="k", tile=SM90_TILES[tile], cluster=1)
-            mma_tile = None
-        else:
-            mma_tile = tile
-        if mma_tile is None:   # the mma.sync fallback of operands TMA cannot take
+            self._wgmma = spec90.Sm90Knobs(dtype=pair[0], b=pair[1], out=d.out_dtype.short,
+                                           a_major="k", b_major="k", tile=SM90_TILES[tile],
+                                           cluster=1)
+            self._sm90 = Sm90Launcher()
+            tile = None
+        if tile is None:   # the mma.sync fallback of operands TMA cannot take
             big = math.ceil(d.m / 128) * math.ceil(d.n / 128)
-            mma_tile = "128x128" if big >= BIG_TILE_MIN_CTAS else "64x64"
-        tile = mma_tile
+            tile = "128x128" if big >= BIG_TILE_MIN_CTAS else "64x64"
         bm, bn = spec.FP8_TILES[tile][:2]
         if math.ceil(d.m / bm) * math.ceil(d.n / bn) > _I32:
             raise UnsupportedError(f"Fp8Gemm: {d.m}x{d.n} needs more than 2**31 - 1 CTAs of "
                                    f"tile {tile}")
-        plan._tile = tile
-        plan._knobs = dict(a=pair[0], b=pair[1], out=d.out_dtype.short, tile=tile)
-        plan._splits, plan._kps = plan._split_k(splits)
-        if plan._splits > 1:
-            plan._wgmma = dict(plan._wgmma, out="f32")      # partial products
-        tmpl, knobs = ((spec90.GEMM_SM90, plan._wgmma) if plan._wgmma is not None
-                       else (spec.GEMM_FP8, plan._knobs))
+        self._tile = tile
+        self._knobs = spec.Fp8Knobs(a=pair[0], b=pair[1], out=d.out_dtype.short, tile=tile)
+        self._splits, self._kps = self._split_k(tuning.splits)
+        if self._splits > 1:
+            self._wgmma = replace(self._wgmma, out="f32")      # partial products
+            self._rknobs = spec_gemm.SplitKReduceKnobs(out=d.out_dtype.short, act="none")
+        tmpl, knobs = ((spec90.GEMM_SM90, self._wgmma) if self._wgmma is not None
+                       else (spec.GEMM_FP8, self._knobs))
         pg = PrecisionGuarantee(math_precision=d.a_dtype, accumulator=float32)
-        plan._sku = KernelSku(OpCategory.GEMM, "fp8_gemm", d.a_dtype, plan._arch,
+        self._sku = KernelSku(OpCategory.GEMM, "fp8_gemm", d.a_dtype, self._arch,
                               BackendKind.CUTE_DSL, pg, aux_element=d.out_dtype,
                               epilogue=d.epilogue, template=tmpl.name,
-                              knobs=tuple(sorted(knobs.items())))
-        return plan
+                              knobs=freeze_knobs(knobs))
 
     def _split_k(self, forced: Optional[int]):
         """(S, k blocks of 128 per split) of the wgmma 128×128 route; (1, all) when not split."""
         d = self.desc
         kt = -(-d.k // 128)
-        wg128 = self._wgmma is not None and self._wgmma["tile"] == "128x128"
-        if forced is not None and (not isinstance(forced, int) or isinstance(forced, bool)
-                                   or forced < 1):
-            raise InvalidProblemError(f"Fp8Gemm: splits must be an int >= 1, got {forced!r}")
+        wg128 = self._wgmma is not None and self._wgmma.tile == "128x128"
         if forced is not None and forced > 1 and not wg128:
             raise UnsupportedError("Fp8Gemm: split-K is wired for the sm90a wgmma128x128 route "
                                    "only")
@@ -292,12 +294,13 @@ class Fp8GemmPlan(Plan):
 
     def workspace_size(self) -> int:
         """Bytes of the split-K float32 workspace (splits, m, align_up(n, 4)); 0 unsplit."""
-        return _ws_bytes(self._splits, self.desc.m, self.desc.n) if self._splits > 1 else 0
+        return (workspace_bytes(self._splits, self.desc.m, self.desc.n) if self._splits > 1
+                else 0)
 
     def is_empty(self) -> bool:
         return self.desc.m == 0 or self.desc.n == 0
 
-    def _views(self, args) -> _Views:
+    def _bind(self, args) -> _Views:
         if not isinstance(args, Fp8GemmArgs):
             raise InvalidProblemError(f"Fp8GemmPlan needs Fp8GemmArgs, got "
                                       f"{type(args).__name__}")
@@ -321,54 +324,46 @@ class Fp8GemmPlan(Plan):
 
     def _route(self, v: _Views):
         """(template, knobs, leading dims) of the kernel for checked views ``v``: the sm90a
-        wgmma SKU picked by ``select`` when TMA can take the operands (leading dims > 0 and
+        wgmma SKU picked by ``_plan`` when TMA can take the operands (leading dims > 0 and
         below 2**36 bytes; alignment is already checked), else the ``mma.sync`` SKU."""
         if self._wgmma is not None and 0 < v.lda < 2 ** 36 and 0 < v.ldb < 2 ** 36:
             return spec90.GEMM_SM90, self._wgmma, (v.lda, v.ldb)
         return spec.GEMM_FP8, self._knobs, None
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
     def kernel_for(self, args):
         """(template, knobs) the plan launches for these args (checks them first)."""
-        tmpl, knobs, _ = self._route(self._views(args))
+        tmpl, knobs, _ = self._route(self._bind(args))
         return tmpl, knobs
 
-    def _launch(self, args, stream: int, ws) -> None:
-        v = self._views(args)
+    def _launch(self, v: _Views, stream: int, ws) -> None:
         tmpl, knobs, lds = self._route(v)
         lk = self._kernel(tmpl, knobs, v.a.device)
         c = v.c
         # a null-free bias pointer (c's) when there is no bias
-        pbias, bs, hb = ((v.bias.ptr, v.bias.strides[0], 1) if v.bias is not None
-                         else (c.ptr, 0, 0))
+        bias = ((v.bias.ptr, v.bias.strides[0], 1) if v.bias is not None else (c.ptr, 0, 0))
         if tmpl is spec.GEMM_FP8:
-            self._launch_mma(lk, knobs, v, pbias, bs, hb, stream)
-        elif tmpl is spec90.GEMM_SM90:
-            from .gemm_sm90_launch import launch_sm90
+            self._launch_mma(lk, knobs, v, bias, stream)
+            return
+        d = self.desc
+        sc = (v.sa.ptr, v.sas, v.sb.ptr, v.sbs)
+        if self._splits < 2:
+            self._sm90.launch(lk, knobs, d.m, d.n, d.k, v.a, v.b, c, bias, lds, stream,
+                              scales=sc)
+            return
+        check_split_workspace(ws)
+        wsn = workspace_cols(d.n)
+        self._sm90.launch(lk, knobs, d.m, d.n, d.k, v.a, v.b, c, bias, lds, stream, scales=sc,
+                          split=(self._splits, self._kps, d.m * wsn), cview=(ws.ptr, wsn))
+        launch_splitk_reduce(self, self._rknobs, v.a.device, ws, c, bias, self._splits, 1.0,
+                             0.0, stream)
 
-            sc = (v.sa.ptr, v.sas, v.sb.ptr, v.sbs)
-            if self._splits < 2:
-                launch_sm90(self, lk, knobs, v.a, v.b, c, pbias, bs, hb, lds, stream, scales=sc)
-                return
-            d = self.desc
-            check_split_workspace(ws)
-            wsn = _ws_cols(d.n)
-            launch_sm90(self, lk, knobs, v.a, v.b, c, pbias, bs, hb, lds, stream, scales=sc,
-                        split=(self._splits, self._kps, d.m * wsn), cview=(ws.ptr, wsn))
-            rknobs = self.__dict__.setdefault("_rknobs", dict(out=d.out_dtype.short, act="none"))
-            launch_splitk_reduce(self, rknobs, v.a.device, ws, c, pbias, bs, hb, self._splits,
-                                 1.0, 0.0, stream)
-        else:  # pragma: no cover - every route above is handled
-            raise UnsupportedError(f"Fp8Gemm: no launcher for template {tmpl.name}")
-
-    def _launch_mma(self, lk, knobs, v: _Views, pbias, bs, hb, stream: int) -> None:
+    def _launch_mma(self, lk, knobs: spec.Fp8Knobs, v: _Views, bias, stream: int) -> None:
         """Launch ``gemm_fp8`` (k, lda, ldb in 32-bit words)."""
         d = self.desc
-        bm, bn = spec.FP8_TILES[knobs["tile"]][:2]
+        bm, bn = spec.FP8_TILES[knobs.tile][:2]
         grid = (math.ceil(d.m / bm) * math.ceil(d.n / bn), 1, 1)
         c = v.c
+        pbias, bs, hb = bias
         lk.launch(grid, [v.a.ptr, v.b.ptr, c.ptr, pbias, v.sa.ptr, v.sb.ptr, d.m, d.n, d.k // 4,
                          v.lda // 4, v.ldb // 4, c.strides[0], c.strides[1], bs, v.sas, v.sbs,
                          hb], stream)

@@ -19,21 +19,22 @@ UnsupportedError, raised before any launch.  k = 0 is not wired (UnsupportedErro
 strides and must not alias a, b or the scales.  No workspace; deterministic.
 
 Tile: 128×128 (×64 bytes of k, 4 stages) when it yields >= ``BIG_TILE_MIN_CTAS`` CTAs, else
-64×64 (×128 bytes); ``select(desc, pref, tile=...)`` forces one.
+64×64 (×128 bytes); ``PlanPreference(tuning=GemmTuning(tile=...))`` forces one (split-K is not
+wired: ``GemmTuning.splits`` must be None or 1).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
 
 from ...dtypes import DType, float32, int8, int32, uint8
 from ...errors import InvalidProblemError, MisalignedOperandError, UnsupportedError
-from ...plan import (Plan, align_up, begin_select, check_dtype, check_writable_no_overlap,
-                     plan_arch, view_arg)
-from .specs import gemm_int8 as spec
+from ...jit import freeze_knobs
+from ...plan import Plan, align_up, check_dtype, check_writable_no_overlap, view_arg
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
+from .specs import gemm_int8 as spec
+from .tuning import GemmTuning
 
 INT_DTYPES = (int8, uint8)
 #: the 128x128 tile is used when it gives at least this many CTAs (about one H100 wave)
@@ -108,30 +109,33 @@ class IntGemmPlan(Plan):
     """s8 / u8 GEMM on tensor cores: int32 c, or float32 c with per-row / per-column scales.
     See the module docstring for layouts, alignment and the tile heuristic."""
 
-    @classmethod
-    def select(cls, desc: IntGemmDescriptor, pref=None, *, tile: Optional[str] = None):
-        """Validate ``desc`` and pick the tile (``tile`` forces "128x128" or "64x64")."""
-        plan = begin_select(cls, desc, pref, IntGemmDescriptor, plan_arch)
-        d = desc
+    descriptor = IntGemmDescriptor
+
+    def _plan(self) -> None:
+        d = self.desc
+        tuning = self.pref.tuning_for(GemmTuning)
+        tile = tuning.tile
         if tile is not None and tile not in spec.INT8_TILES:
             raise UnsupportedError(f"IntGemm: tile {tile!r} is not wired; wired: "
                                    f"{', '.join(spec.INT8_TILES)}")
+        if tuning.splits not in (None, 1):
+            raise UnsupportedError(f"IntGemm: split-K is not wired (GemmTuning.splits = "
+                                   f"{tuning.splits}); wired: None, 1")
         if tile is None:
             big = math.ceil(d.m / 128) * math.ceil(d.n / 128)
             tile = "128x128" if big >= BIG_TILE_MIN_CTAS else "64x64"
-        plan._knobs = dict(a=_PTX[d.a_dtype.short], b=_PTX[d.b_dtype.short],
-                           out="f32" if d.dequant else "i32", tile=tile)
+        self._knobs = spec.Int8Knobs(a=_PTX[d.a_dtype.short], b=_PTX[d.b_dtype.short],
+                                     out="f32" if d.dequant else "i32", tile=tile)
         pg = PrecisionGuarantee(math_precision=d.a_dtype, accumulator=int32)
-        plan._sku = KernelSku(OpCategory.GEMM, "int_gemm", d.a_dtype, plan._arch,
+        self._sku = KernelSku(OpCategory.GEMM, "int_gemm", d.a_dtype, self._arch,
                               BackendKind.CUTE_DSL, pg, aux_element=d.out_dtype,
-                              template=spec.GEMM_INT8.name,
-                              knobs=tuple(sorted(plan._knobs.items())))
-        return plan
+                              template=spec.GEMM_INT8.name, knobs=freeze_knobs(self._knobs))
 
     def is_empty(self) -> bool:
         return self.desc.m == 0 or self.desc.n == 0
 
-    def _views(self, args):
+    def _bind(self, args):
+        """The checked views and leading dims (a, b, c, scale_a, scale_b, lda, ldb)."""
         if not isinstance(args, IntGemmArgs):
             raise InvalidProblemError(f"IntGemmPlan needs IntGemmArgs, got "
                                       f"{type(args).__name__}")
@@ -160,19 +164,16 @@ class IntGemmPlan(Plan):
                                       f"got {tuple(v.shape)}")
         return v
 
-    def can_implement(self, args) -> None:
-        self._views(args)
-
     def kernel_for(self, args):
         """(template, knobs) the plan launches for these args (checks them first)."""
-        self._views(args)
+        self._bind(args)
         return spec.GEMM_INT8, self._knobs
 
-    def _launch(self, args, stream: int, ws) -> None:
-        a, b, c, sa, sb, lda, ldb = self._views(args)
+    def _launch(self, bound, stream: int, ws) -> None:
+        a, b, c, sa, sb, lda, ldb = bound
         d = self.desc
         lk = self._kernel(spec.GEMM_INT8, self._knobs, a.device)
-        bm, bn = spec.INT8_TILES[self._knobs["tile"]][:2]
+        bm, bn = spec.INT8_TILES[self._knobs.tile][:2]
         grid = (math.ceil(d.m / bm) * math.ceil(d.n / bn), 1, 1)
         if sa is not None:
             psa, sas = sa.ptr, (sa.strides[0] if sa.shape[0] > 1 else 0)

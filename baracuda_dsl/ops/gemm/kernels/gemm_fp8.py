@@ -33,12 +33,12 @@ from .gemm_tf32 import mainloop
 from .mma_k32 import word_mma_hooks
 
 
-def build(knobs: dict):
+def build(knobs):
     T = Int32
-    TA = knobs["a"]
-    TB = knobs["b"]
-    OT = TYPES[knobs["out"]]
-    tiles = FP8_TILES[knobs["tile"]]
+    TA = knobs.a
+    TB = knobs.b
+    OT = TYPES[knobs.out]
+    tiles = FP8_TILES[knobs.tile]
     bM, bN, _, _, WM, WN = tiles
     THREADS = 32 * WM * WN
     SMEM = fp8_smem(knobs)

@@ -26,12 +26,12 @@ from .gemm_tf32 import mainloop
 from .mma_k32 import word_mma_hooks
 
 
-def build(knobs: dict):
+def build(knobs):
     T = Int32
-    TA = knobs["a"]
-    TB = knobs["b"]
-    DEQ = knobs["out"] == "f32"
-    tiles = INT8_TILES[knobs["tile"]]
+    TA = knobs.a
+    TB = knobs.b
+    DEQ = knobs.out == "f32"
+    tiles = INT8_TILES[knobs.tile]
     bM, bN, _, _, WM, WN = tiles
     THREADS = 32 * WM * WN
     SMEM = int8_smem(knobs)

@@ -18,7 +18,8 @@ reduced by ``gemm_splitk``).
 
 Structure (per CTA tile bM × bN, grouped rasterisation of block_idx.x for L2 reuse):
 
-* global → shared: 16-byte ``cp.async`` vectors along each operand's contiguous dimension into
+* global → shared (``kernels/multistage.py``, shared with ``gemm_tf32``): 16-byte ``cp.async``
+  vectors along each operand's contiguous dimension into
   ``stages`` swizzled shared buffers (bank-conflict-free for ``ldmatrix``).  Rows / columns past
   m / n are predicated off (their shared slots stay zero); the k residue is handled by shifting
   the k range so that the *first* k tile is the partial one (its k < 0 part predicated off).
@@ -38,10 +39,11 @@ import math
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Boolean, Float32, Int32, Int64
+from cutlass import Float32, Int32, Int64
 
-from ..specs.gemm import GROUP_M, MMA_VEC, TILES
-from .gemm_simt import TYPES, epilogue_value
+from ..specs.gemm import MMA_VEC, TILES, MmaKnobs
+from .gemm_simt import TYPES, fragment_epilogue
+from .multistage import CpAsyncLoads, operand_tiles, prologue, raster
 
 
 def _smem_layout(kmajor: bool, mn: int, bk: int, stages: int):
@@ -58,26 +60,13 @@ def _smem_layout(kmajor: bool, mn: int, bk: int, stages: int):
     return layout, cute.make_swizzle(bits, 4, 3)
 
 
-def _g2s_copy(atom, kmajor: bool, mn: int, bk: int, threads: int):
-    """Thread/value layout of the cp.async tiled copy of an (mn, bk) operand tile."""
-    if kmajor:
-        tk = bk // MMA_VEC
-        thr = cute.make_layout((threads // tk, tk), stride=(tk, 1))
-        val = cute.make_layout((1, MMA_VEC))
-    else:
-        tm = mn // MMA_VEC
-        thr = cute.make_layout((tm, threads // tm), stride=(1, tm))
-        val = cute.make_layout((MMA_VEC, 1))
-    return cute.make_tiled_copy_tv(atom, thr, val)
-
-
-def build(knobs: dict):
-    T = TYPES[knobs["dtype"]]
-    OT = TYPES[knobs["out"]]
-    act = knobs["act"]
-    a_k = knobs["a_major"] == "k"
-    b_k = knobs["b_major"] == "k"
-    bM, bN, bK, ST, WM, WN = TILES[knobs["tile"]]
+def build(knobs: MmaKnobs):
+    T = TYPES[knobs.dtype]
+    OT = TYPES[knobs.out]
+    act = knobs.act
+    a_k = knobs.a_major == "k"
+    b_k = knobs.b_major == "k"
+    bM, bN, bK, ST, WM, WN = TILES[knobs.tile]
     THREADS = 32 * WM * WN
 
     @cute.kernel
@@ -96,106 +85,19 @@ def build(knobs: dict):
         pc = pc + z * zc
         pbias = pbias + z * zbias
         k = cutlass.select_(Int32(bz) == Int32(nz) - Int32(1), k_last, k)
-        # ---- grouped rasterisation of the 1-D grid (templates.gemm.raster is the reference)
-        tiles_m = (m + bM - 1) // bM
-        tiles_n = (n + bN - 1) // bN
-        per_group = GROUP_M * tiles_n
-        g = Int32(bid) // per_group
-        first_m = g * GROUP_M
-        gsz = cutlass.min(tiles_m - first_m, GROUP_M)
-        r = Int32(bid) % per_group
-        tm = first_m + r % gsz
-        tn = r // gsz
-
-        # ---- global views (a as (m, k), b as (n, k)); leading dims are multiples of 8
-        lda = cute.assume(lda, divby=MMA_VEC)
-        ldb = cute.assume(ldb, divby=MMA_VEC)
-        if cutlass.const_expr(a_k):
-            la = cute.make_layout((m, k), stride=(lda, 1))
-        else:
-            la = cute.make_layout((m, k), stride=(1, lda))
-        if cutlass.const_expr(b_k):
-            lb = cute.make_layout((n, k), stride=(ldb, 1))
-        else:
-            lb = cute.make_layout((n, k), stride=(1, ldb))
-        mA = cute.make_tensor(pa, la)
-        mB = cute.make_tensor(pb, lb)
-        gA = cute.local_tile(mA, (bM, bK), (tm, None))          # (bM, bK, ktiles)
-        gB = cute.local_tile(mB, (bN, bK), (tn, None))          # (bN, bK, ktiles)
-        cA = cute.local_tile(cute.make_identity_tensor((m, k)), (bM, bK), (tm, None))
-        cB = cute.local_tile(cute.make_identity_tensor((n, k)), (bN, bK), (tn, None))
-        ktiles = cute.size(gA, mode=[2])
-        # shift k so that the first tile is the partial one (residue <= 0)
-        res = k - Int32(bK) * ktiles
-        gA = cute.domain_offset((0, res, 0), gA)
-        gB = cute.domain_offset((0, res, 0), gB)
-        gA = cute.make_tensor(gA.iterator.align(16), gA.layout)
-        gB = cute.make_tensor(gB.iterator.align(16), gB.layout)
-        cA = cute.domain_offset((0, res, 0), cA)
-        cB = cute.domain_offset((0, res, 0), cB)
-
-        # ---- shared buffers
+        # ---- grouped rasterisation, operand tile views, shared buffers, cp.async pipeline
+        tm, tn = raster(bid, m, n, bM, bN)
+        gA, gB, cA, cB, ktiles = operand_tiles(pa, pb, m, n, k, lda, ldb, tm, tn, a_kmajor=a_k,
+                                               b_kmajor=b_k, tile_m=bM, tile_n=bN, tile_k=bK,
+                                               vec=MMA_VEC)
         lsa, swa = _smem_layout(a_k, bM, bK, ST)
         lsb, swb = _smem_layout(b_k, bN, bK, ST)
         smem = cutlass.memory.SmemAllocator()
         sA = smem.allocate_tensor(T, lsa, byte_alignment=128, swizzle=swa)
         sB = smem.allocate_tensor(T, lsb, byte_alignment=128, swizzle=swb)
-
-        # ---- global -> shared copies
-        g2s = cute.make_copy_atom(
-            cute.nvgpu.cpasync.CopyG2SOp(cache_mode=cute.nvgpu.LoadCacheMode.GLOBAL), T,
-            num_bits_per_copy=128)
-        cpA = _g2s_copy(g2s, a_k, bM, bK, THREADS)
-        cpB = _g2s_copy(g2s, b_k, bN, bK, THREADS)
-        thA = cpA.get_slice(tidx)
-        thB = cpB.get_slice(tidx)
-        tAgA = thA.partition_S(gA)
-        tAsA = thA.partition_D(sA)
-        tAcA = thA.partition_S(cA)
-        tBgB = thB.partition_S(gB)
-        tBsB = thB.partition_D(sB)
-        tBcB = thB.partition_S(cB)
-
-        # m / n predicates (fixed over k); the k predicate only matters in the first tile
-        pA = cute.make_rmem_tensor(
-            cute.make_layout((tAsA.shape[0][1], cute.size(tAsA, mode=[1]),
-                              cute.size(tAsA, mode=[2])),
-                             stride=(cute.size(tAsA, mode=[1]), 1, 0)), Boolean)
-        pB = cute.make_rmem_tensor(
-            cute.make_layout((tBsB.shape[0][1], cute.size(tBsB, mode=[1]),
-                              cute.size(tBsB, mode=[2])),
-                             stride=(cute.size(tBsB, mode=[1]), 1, 0)), Boolean)
-        for v in cutlass.range_constexpr(pA.shape[0]):
-            for i in cutlass.range_constexpr(pA.shape[1]):
-                pA[v, i, 0] = cute.elem_less(tAcA[(0, v), i, 0, 0][0], m)
-        for v in cutlass.range_constexpr(pB.shape[0]):
-            for i in cutlass.range_constexpr(pB.shape[1]):
-                pB[v, i, 0] = cute.elem_less(tBcB[(0, v), i, 0, 0][0], n)
-
-        tAsA.fill(0)
-        tBsB.fill(0)
-        cute.arch.sync_threads()
-
-        # ---- prologue: tile 0 (partial in k) then stages-2 full tiles
-        kread = Int32(0)
-        for kk in cutlass.range_constexpr(cute.size(tAsA, mode=[2])):
-            if cute.elem_less(Int32(-1), tAcA[0, 0, kk, 0][1]):
-                cute.copy(cpA, tAgA[None, None, kk, kread], tAsA[None, None, kk, 0],
-                          pred=pA[None, None, kk])
-        for kk in cutlass.range_constexpr(cute.size(tBsB, mode=[2])):
-            if cute.elem_less(Int32(-1), tBcB[0, 0, kk, 0][1]):
-                cute.copy(cpB, tBgB[None, None, kk, kread], tBsB[None, None, kk, 0],
-                          pred=pB[None, None, kk])
-        kread = kread + 1
-        cute.arch.cp_async_commit_group()
-        for s in cutlass.range_constexpr(1, ST - 1):
-            if kread < ktiles:
-                cute.copy(cpA, tAgA[None, None, None, kread], tAsA[None, None, None, s],
-                          pred=pA)
-                cute.copy(cpB, tBgB[None, None, None, kread], tBsB[None, None, None, s],
-                          pred=pB)
-            kread = kread + 1
-            cute.arch.cp_async_commit_group()
+        loads = CpAsyncLoads(T, sA, sB, gA, gB, cA, cB, m, n, tidx, a_kmajor=a_k, b_kmajor=b_k,
+                             tile_m=bM, tile_n=bN, tile_k=bK, threads=THREADS, vec=MMA_VEC)
+        kread = prologue(loads, ktiles, ST)
 
         # ---- MMA
         op = cute.nvgpu.warp.MmaF16BF16Op(T, Float32, (16, 8, 16))
@@ -244,10 +146,7 @@ def build(knobs: dict):
                 cute.copy(s2rB, vB[None, None, kn], tXrB[None, None, kn])
                 if cutlass.const_expr(kb == 0):
                     if kt + (ST - 1) < ktiles:
-                        cute.copy(cpA, tAgA[None, None, None, kread],
-                                  tAsA[None, None, None, wr], pred=pA)
-                        cute.copy(cpB, tBgB[None, None, None, kread],
-                                  tBsB[None, None, None, wr], pred=pB)
+                        loads.load_stage(kread, wr)
                     kread = kread + 1
                     cute.arch.cp_async_commit_group()
                     wr = rd
@@ -259,15 +158,8 @@ def build(knobs: dict):
         cute.arch.cp_async_wait_group(0)
 
         # ---- epilogue: element-wise, predicated, any c strides
-        use_beta = beta != Float32(0.0)
-        hb = has_bias != 0
-        for i in cutlass.range_constexpr(cute.size(acc)):
-            ci = tCcC[i]
-            if cute.elem_less(ci[0], m):
-                if cute.elem_less(ci[1], n):
-                    epilogue_value(acc[i], pc, pbias,
-                                   Int64(ci[0]) * csm + Int64(ci[1]) * csn, Int64(ci[1]) * bs,
-                                   alpha, beta, use_beta, hb, act, OT)
+        fragment_epilogue(acc, tCcC, m, n, pc, pbias, csm, csn, bs, alpha, beta, has_bias, act,
+                          OT)
 
     @cute.jit
     def launch(pa: cute.Pointer, pb: cute.Pointer, pc: cute.Pointer, pbias: cute.Pointer,

@@ -11,7 +11,8 @@ memory (converted to the compute type);
 loads are predicated (zero fill), stores are predicated, so no memory outside the operands is
 touched for any m, n, k (k = 0 gives c = act(beta·c + bias)).
 
-:func:`epilogue_value` (the shared epilogue math) is also used by the mma kernel.
+:func:`epilogue_value` (the shared epilogue math) and :func:`fragment_epilogue` (it over an MMA
+accumulator fragment) are also used by the tensor-core kernels.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Float64, Int32, Int64, const_expr
 
-from ..specs.gemm import SIMT_BK, SIMT_BM, SIMT_BN, SIMT_THREADS, simt_smem
+from ..specs.gemm import SIMT_BK, SIMT_BM, SIMT_BN, SIMT_THREADS, SimtKnobs, simt_smem
 
 TYPES = {"f32": Float32, "f16": cutlass.Float16, "bf16": cutlass.BFloat16, "f64": Float64}
 
@@ -56,12 +57,30 @@ def epilogue_value(acc, pc: cute.Pointer, pbias: cute.Pointer, coff: Int64, boff
     cref[0] = OT(v)
 
 
-def build(knobs: dict):
-    dt = knobs["dtype"]
+@cute.jit
+def fragment_epilogue(acc, tCcC, m, n, pc: cute.Pointer, pbias: cute.Pointer, csm: Int64,
+                      csn: Int64, bs: Int64, alpha, beta, has_bias, act: cutlass.Constexpr,
+                      OT: cutlass.Constexpr):
+    """:func:`epilogue_value` for every element of an MMA accumulator fragment ``acc`` whose
+    (m, n) coordinates ``tCcC`` holds, predicated on m / n (any c strides); c is read only when
+    beta != 0, bias only when ``has_bias`` != 0."""
+    use_beta = beta != Float32(0.0)
+    hb = has_bias != 0
+    for i in cutlass.range_constexpr(cute.size(acc)):
+        ci = tCcC[i]
+        if cute.elem_less(ci[0], m):
+            if cute.elem_less(ci[1], n):
+                epilogue_value(acc[i], pc, pbias,
+                               Int64(ci[0]) * csm + Int64(ci[1]) * csn, Int64(ci[1]) * bs,
+                               alpha, beta, use_beta, hb, act, OT)
+
+
+def build(knobs: SimtKnobs):
+    dt = knobs.dtype
     T = TYPES[dt]
-    OT = TYPES[knobs["out"]]
+    OT = TYPES[knobs.out]
     CT = Float64 if dt == "f64" else Float32
-    act = knobs["act"]
+    act = knobs.act
     BM, BN, BK = SIMT_BM, SIMT_BN, SIMT_BK
     TM = BM // 16               # outputs per thread along m (two groups of 4)
     TN = BN // 16

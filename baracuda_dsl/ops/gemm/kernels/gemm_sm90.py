@@ -6,16 +6,19 @@ f16 / bf16 inputs, f32 accumulation; c and bias in the input dtype or f32.  fp8 
 e4m3 / e5m2, both k-major; c and bias bf16 / f16 / f32) scale the accumulator first:
 alpha · sa[i·sas] · sb[j·sbs] · Σ_p a[i, p] · b[p, j].
 
-Kernel parameters (``templates.gemm_sm90``): ``ta`` / ``tb`` are CUtensorMap descriptors (by
-value, 128 bytes) of a seen as (m, k) and b seen as (n, k) — 2-D, 64 elements along the
-operand's contiguous dim × (tile rows | 64), 128-byte swizzle, zero fill out of bounds; the host
-encodes them with ``templates.gemm_sm90.operand_tmap`` — followed by c, bias, the fp8 scale
+Kernel parameters (``specs/gemm_sm90``): ``ta`` / ``tb`` are CUtensorMap descriptors (by
+value, 128 bytes) of a seen as (m, k) and b seen as (n, k) — 2-D, one 128-byte swizzle row along
+the operand's contiguous dim × (tile rows | block k), 128-byte swizzle, zero fill out of bounds;
+the host has the driver encode them (``ops/gemm/gemm_sm90_launch.operand_layout``) — followed by
+c, bias, the fp8 scale
 vectors sa / sb, m, n, k, c strides, bias stride, scale strides, alpha, beta, has_bias,
 ``epi`` (activation code | vector bit) and the split-K triple ``splits``, ``kps``, ``zc``: the
 work units are (tile, split) pairs, split s covers k blocks [s·kps, (s+1)·kps) and writes its
 partial product at c + s·zc (1, all k blocks, 0 when not split).
 
-Structure (384 threads, one CTA per SM, persistent over the output tiles):
+Structure (384 threads, one CTA per SM, persistent over the output tiles), built from the
+shared sm90a blocks (``baracuda_dsl/blocks/sm90``: TMA operand loads, the stage pipeline and
+wgmma mainloop, the persistent tile scheduler, the shared-memory epilogue):
 
 * warpgroup 0 = producer: its first warp walks the CTA's tiles and, per k block, waits for a
   free stage (mbarrier), issues the two TMA loads completing on the stage's full barrier
@@ -47,8 +50,13 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass import Float32, Int32, Int64
 from cutlass.cute.nvgpu import cpasync, warpgroup
 
-from ..specs.gemm_sm90 import (ACT_CODES, EPI_CW, EPI_LD, EPI_SEG, EPI_VEC, GROUP_M, THREADS, TILES,
-                               block_k, smem_bytes)
+from ....blocks.sm90.epilogue import staged_epilogue
+from ....blocks.sm90.pipeline import (make_tma_pipeline, tma_producer, wait_pipeline_init,
+                                      wgmma_fragments, wgmma_mainloop)
+from ....blocks.sm90.scheduler import PersistentTileScheduler
+from ....blocks.sm90.tma import TmaOperandLoads, operand_tma, smem_layout
+from ..specs.gemm_sm90 import (ACT_CODES, EPI_CW, EPI_LD, EPI_SEG, EPI_VEC, GROUP_M, THREADS,
+                               TILES, Sm90Knobs, block_k, smem_bytes)
 from .gemm_simt import TYPES as _TYPES, activation, epilogue_value
 
 #: dtype knob -> DSL element type (the 16-bit and f32 types of gemm_simt plus fp8)
@@ -56,56 +64,6 @@ TYPES = dict(_TYPES, e4m3=cutlass.Float8E4M3FN, e5m2=cutlass.Float8E5M2)
 
 PRODUCER_REGS = 40
 CONSUMER_REGS = 232
-
-
-def _smem_layout(T, kmajor: bool, mn: int, bk: int, stages: int):
-    """Staged (mn, bk, stages) swizzled layout wgmma and TMA agree on (128-byte swizzle atoms
-    along the operand's contiguous dim)."""
-    from cutlass.cute.nvgpu.warpgroup import OperandMajorMode
-
-    class _L:  # minimal LayoutEnum stand-in for get_smem_layout_atom
-        def __init__(self, k):
-            self.k = k
-
-        def sm90_mma_major_mode(self):
-            return OperandMajorMode.K if self.k else OperandMajorMode.MN
-
-    atom = warpgroup.make_smem_layout_atom(
-        sm90_utils.get_smem_layout_atom(_L(kmajor), T, bk if kmajor else mn), T)
-    return cute.tile_to_shape(atom, (mn, bk, stages), order=(0, 1, 2) if kmajor else (1, 0, 2))
-
-
-def _gmem_layout(kmajor: bool, rows, k, ld):
-    """(rows, k) layout of an operand: unit stride along k (k-major) or along rows."""
-    if kmajor:
-        return cute.make_layout((rows, k), stride=(ld, 1))
-    return cute.make_layout((rows, k), stride=(1, ld))
-
-
-def _coord_tensor(kmajor: bool, rows, k):
-    """The TMA coordinate tensor of an operand (rows, k): maps logical coordinates to the
-    descriptor's (contiguous dim first) coordinates, as make_tiled_tma_atom's tensor does."""
-    if kmajor:
-        lay = cute.make_layout((rows, k), stride=(cute.E(1), cute.E(0)))
-    else:
-        lay = cute.make_layout((rows, k), stride=(cute.E(0), cute.E(1)))
-    return cute.make_tensor(cute.make_identity_tensor((rows, k)).iterator, lay)
-
-
-@cute.jit
-def _stage_chunk(acc, ps: cute.Pointer, lane, wq, q: cutlass.Constexpr):
-    """Write columns [q·EPI_CW, (q+1)·EPI_CW) of this thread's wgmma accumulator fragment into
-    its warpgroup's (64, EPI_LD) f32 staging chunk at ``ps``.  Fragment value (v0, v1, v2) =
-    acc[v0 + 2·v1 + 4·v2] sits at row 16·warp + lane/4 + 8·v1, column 8·v2 + 2·(lane%4) + v0
-    of the warpgroup's 64 × bN tile (the m64nNk16 f32 accumulator layout)."""
-    r0 = wq * 16 + lane // 4
-    c0 = 2 * (lane % 4)
-    for v2 in cutlass.range_constexpr(q * EPI_CW // 8, (q + 1) * EPI_CW // 8):
-        for v1 in cutlass.range_constexpr(2):
-            off = (r0 + 8 * v1) * EPI_LD + (v2 * 8 - q * EPI_CW) + c0
-            dst = cute.make_tensor(ps + off, cute.make_layout(2))
-            dst[0] = acc[4 * v2 + 2 * v1]
-            dst[1] = acc[4 * v2 + 2 * v1 + 1]
 
 
 @cute.jit
@@ -153,33 +111,18 @@ def _readout(ps: cute.Pointer, row, seg, gr, gc, pc: cute.Pointer, pbias: cute.P
                                    Int64(gc + e) * bs, alpha, beta, use_beta, has_bias, act, OT)
 
 
-def operand_tma(T, kmajor: bool, ptr, rows, k, ld, rows_tile: int, bk: int, stages: int,
-                mcast: int = 1):
-    """TMA load atom (its descriptor is what ``templates.gemm_sm90.operand_tmap`` encodes on the
-    host) and DSL coordinate tensor of one operand seen as (rows, k), box rows_tile × bk into the
-    stage layout of :func:`_smem_layout`; ``mcast`` > 1: a multicast atom whose tile is split
-    over that many CTAs of the cluster.  Shared by ``launch`` and the CPU test's probes."""
-    g = cute.make_tensor(ptr, _gmem_layout(kmajor, rows, k, ld))
-    ls = _smem_layout(T, kmajor, rows_tile, bk, stages)
-    op = (cpasync.CopyBulkTensorTileG2SOp() if mcast == 1
-          else cpasync.CopyBulkTensorTileG2SMulticastOp())
-    return cpasync.make_tiled_tma_atom(op, g, cute.slice_(ls, (None, None, 0)), (rows_tile, bk),
-                                       num_multicast=mcast)
-
-
-def build(knobs: dict):
-    T = TYPES[knobs["dtype"]]
-    TB = TYPES[knobs.get("b", knobs["dtype"])]
+def build(knobs: Sm90Knobs):
+    T = TYPES[knobs.dtype]
+    TB = TYPES[knobs.b_dtype]
     FP8 = T.width == 8
-    OT = TYPES[knobs["out"]]
-    a_k = knobs["a_major"] == "k"
-    b_k = knobs["b_major"] == "k"
-    bM, bN, _, ST = TILES[knobs["tile"]]
-    bK = block_k(knobs["tile"], knobs["dtype"])
+    OT = TYPES[knobs.out]
+    a_k = knobs.a_major == "k"
+    b_k = knobs.b_major == "k"
+    bM, bN, _, ST = TILES[knobs.tile]
+    bK = block_k(knobs.tile, knobs.dtype)
     NCH = bN // EPI_CW                    # epilogue chunks per warpgroup tile
-    CL = int(knobs.get("cluster", 1))     # CTAs per cluster along m (B multicast over them)
-    GM = GROUP_M // CL                    # rasterisation group, in cluster rows
-    SMEM = smem_bytes(knobs["tile"])
+    CL = knobs.cluster                    # CTAs per cluster along m (b multicast over them)
+    SMEM = smem_bytes(knobs.tile)
     STAGE_BYTES = (bM + bN) * bK * (T.width // 8)
     A_MODE = warpgroup.OperandMajorMode.K if a_k else warpgroup.OperandMajorMode.MN
     B_MODE = warpgroup.OperandMajorMode.K if b_k else warpgroup.OperandMajorMode.MN
@@ -191,6 +134,19 @@ def build(knobs: dict):
         sA: cute.struct.Align[cute.struct.MemRange[T, bM * bK * ST], 1024]
         sB: cute.struct.Align[cute.struct.MemRange[TB, bN * bK * ST], 1024]
         sC: cute.struct.Align[cute.struct.MemRange[Float32, 2 * 64 * EPI_LD], 16]
+
+    @cute.jit
+    def finish(q, tm, tn, wgc, erow, eseg, ps_wg, pc, sp, zc, pbias, psa, psb, m, n, csm, csn,
+               bs, sas, sbs, alpha, beta, use_beta, hb, vec, act):
+        """The staged epilogue's hook: this thread's EPI_SEG columns of chunk ``q`` → c (or the
+        split's partial product), through the activation the run-time ``act`` code names."""
+        gr = tm * bM + wgc * 64 + erow
+        gc = tn * bN + q * EPI_CW + eseg * EPI_SEG
+        for ai in cutlass.range_constexpr(len(ACTS)):
+            if act == ACTS[ai][1]:
+                _readout(ps_wg, erow, eseg, gr, gc, pc + Int64(sp) * zc, pbias, psa, psb, m, n,
+                         csm, csn, bs, sas, sbs, alpha, beta, use_beta, hb, vec, ACTS[ai][0],
+                         OT, FP8)
 
     @cute.kernel
     def kernel(tma_a: cute.CopyAtom, tma_b: cute.CopyAtom, pc: cute.Pointer,
@@ -212,87 +168,31 @@ def build(knobs: dict):
 
         smem = cutlass.utils.SmemAllocator()
         st = smem.allocate(Storage)
-        lsa = _smem_layout(T, a_k, bM, bK, ST)
-        lsb = _smem_layout(TB, b_k, bN, bK, ST)
+        lsa = smem_layout(T, a_k, bM, bK, ST)
+        lsb = smem_layout(TB, b_k, bN, bK, ST)
         sA = st.sA.get_tensor(lsa.outer, swizzle=lsa.inner)
         sB = st.sB.get_tensor(lsb.outer, swizzle=lsb.inner)
 
         # consumers release a stage to every CTA that multicasts into it (CL of them)
-        pipe = pipeline.PipelineTmaAsync.create(
-            barrier_storage=st.bars.data_ptr(), num_stages=ST,
-            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
-            consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 8 * CL),
-            tx_count=STAGE_BYTES, cta_layout_vmnk=cute.make_layout((1, CL, 1, 1)),
-            defer_sync=True)
-        pipeline.pipeline_init_arrive(cluster_shape_mn=(CL, 1), is_relaxed=True)
+        pipe = make_tma_pipeline(st.bars.data_ptr(), ST, STAGE_BYTES, CL)
 
         # ---- TMA views: tiles of (bM | bN) × bK over the operand coordinate tensors
         rank = Int32(bid) % CL
-        gA = cute.local_tile(_coord_tensor(a_k, m, k), (bM, bK), (None, None))
-        gB = cute.local_tile(_coord_tensor(b_k, n, k), (bN, bK), (None, None))
-        tAsA, tAgA = cpasync.tma_partition(tma_a, 0, cute.make_layout(1),
-                                           cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
-        b_mask = None
-        if cutlass.const_expr(CL == 1):
-            tBsB, tBgB = cpasync.tma_partition(tma_b, 0, cute.make_layout(1),
-                                               cute.group_modes(sB, 0, 2),
-                                               cute.group_modes(gB, 0, 2))
-        else:
-            # the CL CTAs of a cluster share the b tile: each loads 1/CL of it for all
-            cta_lay = cute.make_layout((CL, 1, 1))
-            b_mask = cute.make_layout_image_mask(cta_lay, cta_lay.get_flat_coord(rank), mode=0)
-            tBsB, tBgB = cpasync.tma_partition(tma_b, rank, cute.make_layout(CL),
-                                               cute.group_modes(sB, 0, 2),
-                                               cute.group_modes(gB, 0, 2))
-
-        tiles_m = (m + bM - 1) // bM
-        tiles_n = (n + bN - 1) // bN
-        tiles_mc = (tiles_m + CL - 1) // CL          # cluster rows of tiles
-        ntiles = tiles_mc * tiles_n                  # work units: one tile per CTA of a cluster
-        ktiles = (k + bK - 1) // bK
-        per_group = GM * tiles_n
-        cid = Int32(bid) // CL
-        ncl = Int32(nblk) // CL
-        pipeline.pipeline_init_wait(cluster_shape_mn=(CL, 1))
+        loads = TmaOperandLoads(tma_a, tma_b, sA, sB, m, n, k, a_k, b_k, bM, bN, bK, CL, rank)
+        sched = PersistentTileScheduler(m, n, k, bid, nblk, rank, tile_m=bM, tile_n=bN, bk=bK,
+                                        cluster=CL, group_m=GROUP_M)
+        wait_pipeline_init(CL)
 
         if wg == 0:
             cute.arch.setmaxregister_decrease(PRODUCER_REGS)
             if warp == 0:
-                state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, ST)
-                for u in cutlass.range(cid, ntiles * splits, ncl):
-                    t = u % ntiles
-                    kb0 = (u // ntiles) * kps
-                    first_m = (t // per_group) * GM
-                    gsz = cutlass.min(tiles_mc - first_m, GM)
-                    r = t % per_group
-                    tm = (first_m + r % gsz) * CL + rank
-                    tn = r // gsz
-                    for kt in cutlass.range(kb0, cutlass.min(ktiles, kb0 + kps)):
-                        pipe.producer_acquire(state)
-                        bar = pipe.producer_get_barrier(state)
-                        cute.copy(tma_a, tAgA[(None, tm, kt)], tAsA[(None, state.index)],
-                                  tma_bar_ptr=bar)
-                        if cutlass.const_expr(CL == 1):
-                            cute.copy(tma_b, tBgB[(None, tn, kt)], tBsB[(None, state.index)],
-                                      tma_bar_ptr=bar)
-                        else:
-                            cute.copy(tma_b, tBgB[(None, tn, kt)], tBsB[(None, state.index)],
-                                      tma_bar_ptr=bar, mcast_mask=b_mask)
-                        pipe.producer_commit(state)
-                        state.advance()
-                pipe.producer_tail(state)
+                tma_producer(pipe, loads, sched, splits, kps, ST)
         else:
             cute.arch.setmaxregister_increase(CONSUMER_REGS)
             tiled_mma = sm90_utils.make_trivial_tiled_mma(T, TB, A_MODE, B_MODE, Float32,
                                                           (2, 1, 1), tiler_mn=(64, bN))
             ctid = Int32(tidx) - 128
-            thr = tiled_mma.get_slice(ctid)
-            tCsA = thr.partition_A(sA)
-            tCsB = thr.partition_B(sB)
-            tCrA = tiled_mma.make_fragment_A(tCsA)
-            tCrB = tiled_mma.make_fragment_B(tCsB)
-            acc = cute.make_rmem_tensor(thr.partition_shape_C((bM, bN)), Float32)
-            NKB = cute.size(tCrA, mode=[2])
+            tCrA, tCrB, acc, NKB = wgmma_fragments(tiled_mma, ctid, sA, sB, (bM, bN))
             rstate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, ST)
             fstate = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, ST)
             use_beta = beta != Float32(0.0)
@@ -304,53 +204,17 @@ def build(knobs: dict):
             erow = wtid // (EPI_CW // EPI_SEG)           # staged row this thread finishes
             eseg = wtid % (EPI_CW // EPI_SEG)
             ps_wg = st.sC.data_ptr() + wgc * (64 * EPI_LD)
-            for u in cutlass.range(cid, ntiles * splits, ncl):
-                t = u % ntiles
-                sp = u // ntiles                          # k split of this work unit
-                nk = cutlass.min(ktiles - sp * kps, kps)
-                first_m = (t // per_group) * GM
-                gsz = cutlass.min(tiles_mc - first_m, GM)
-                r = t % per_group
-                tm = (first_m + r % gsz) * CL + rank     # may be >= tiles_m: stores predicated
-                tn = r // gsz
-                acc.fill(0.0)
-                tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-                warpgroup.fence()
-                for kt in cutlass.range(nk):
-                    pipe.consumer_wait(rstate)
-                    for kb in cutlass.range_constexpr(NKB):
-                        crd = (None, None, kb, rstate.index)
-                        cute.gemm(tiled_mma, acc, tCrA[crd], tCrB[crd], acc)
-                    warpgroup.commit_group()
-                    rstate.advance()
-                    if kt > 0:
-                        # the previous stage's wgmma batch is done: hand its buffers back
-                        warpgroup.wait_group(1)
-                        pipe.consumer_release(fstate)
-                        fstate.advance()
-                warpgroup.wait_group(0)
-                if nk > 0:
-                    pipe.consumer_release(fstate)
-                    fstate.advance()
-
-                # ---- epilogue through shared memory: per chunk of EPI_CW columns, the
-                # warpgroup stages its 64 × EPI_CW accumulators (named barrier per warpgroup),
-                # then each thread finishes EPI_SEG consecutive columns of one row with
-                # coalesced 16-byte loads / stores; the chunk loop is dynamic so the finishing
-                # code exists once per activation, not once per fragment element
-                for q in cutlass.range(NCH):
-                    cute.arch.barrier(barrier_id=1 + wgc, number_of_threads=128)
-                    for qq in cutlass.range_constexpr(NCH):
-                        if q == qq:
-                            _stage_chunk(acc, ps_wg, lane, wq, qq)
-                    cute.arch.barrier(barrier_id=1 + wgc, number_of_threads=128)
-                    gr = tm * bM + wgc * 64 + erow
-                    gc = tn * bN + q * EPI_CW + eseg * EPI_SEG
-                    for ai in cutlass.range_constexpr(len(ACTS)):
-                        if act == ACTS[ai][1]:
-                            _readout(ps_wg, erow, eseg, gr, gc, pc + Int64(sp) * zc, pbias, psa,
-                                     psb, m, n, csm, csn, bs, sas, sbs, alpha, beta, use_beta,
-                                     hb, vec, ACTS[ai][0], OT, FP8)
+            for u in cutlass.range(sched.cid, sched.ntiles * splits, sched.ncl):
+                t, sp = sched.unit(u)                    # sp: the k split of this work unit
+                nk = cutlass.min(sched.ktiles - sp * kps, kps)
+                tm, tn = sched.tile(t)                   # tm may be >= tiles_m: stores predicated
+                rstate, fstate = wgmma_mainloop(tiled_mma, pipe, acc, tCrA, tCrB, rstate,
+                                                fstate, nk, NKB)
+                # ---- epilogue through shared memory, EPI_CW columns per chunk
+                staged_epilogue(acc, ps_wg, lane, wq, wgc, NCH, EPI_CW, EPI_LD, finish,
+                                (tm, tn, wgc, erow, eseg, ps_wg, pc, sp, zc, pbias, psa, psb, m,
+                                 n, csm, csn, bs, sas, sbs, alpha, beta, use_beta, hb, vec,
+                                 act))
 
     @cute.jit
     def launch(pa: cute.Pointer, pb: cute.Pointer, pc: cute.Pointer, pbias: cute.Pointer,

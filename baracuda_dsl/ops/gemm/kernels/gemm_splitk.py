@@ -22,9 +22,9 @@ from ..specs.gemm import SPLITK_THREADS, SPLITK_VEC
 from .gemm_simt import TYPES, epilogue_value
 
 
-def build(knobs: dict):
-    OT = TYPES[knobs["out"]]
-    act = knobs["act"]
+def build(knobs):
+    OT = TYPES[knobs.out]
+    act = knobs.act
     V = SPLITK_VEC
 
     @cute.kernel

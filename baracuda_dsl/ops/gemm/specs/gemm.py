@@ -39,6 +39,8 @@ sm89, sm90a).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ....jit import KernelTemplate, LaunchGeometry, params, register
 
 #: tile name -> (bM, bN, bK, stages, warps along m, warps along n)
@@ -93,6 +95,38 @@ def simt_smem(dtype: str) -> int:
     return ((SIMT_BM + 4) * SIMT_BK + SIMT_BN * SIMT_BK) * isz + 128
 
 
+@dataclass(frozen=True)
+class MmaKnobs:
+    """Knobs of ``gemm_mma``: input ``dtype`` (f16 / bf16), ``out`` (the input dtype or f32),
+    operand majors ``a_major`` (k / m) and ``b_major`` (k / n), epilogue ``act`` and ``tile``
+    (a :data:`TILES` name)."""
+
+    dtype: str
+    out: str
+    a_major: str
+    b_major: str
+    act: str
+    tile: str
+
+
+@dataclass(frozen=True)
+class SimtKnobs:
+    """Knobs of ``gemm_simt``: input ``dtype`` (f16 / bf16 / f32 / f64), ``out`` (the input
+    dtype or f32) and epilogue ``act``."""
+
+    dtype: str
+    out: str
+    act: str
+
+
+@dataclass(frozen=True)
+class SplitKReduceKnobs:
+    """Knobs of ``gemm_splitk_reduce``: ``out`` (f16 / bf16 / f32) and epilogue ``act``."""
+
+    out: str
+    act: str
+
+
 def _outs(dt):
     return (dt,) if dt == "f32" else (dt, "f32")
 
@@ -104,15 +138,15 @@ def _mma_space():
                 for am in (("k",) if tile == DECODE_TILE else A_MAJORS):
                     for bm in B_MAJORS:
                         for act in ACTS:
-                            yield dict(dtype=dt, out=out, a_major=am, b_major=bm, act=act,
-                                       tile=tile)
+                            yield MmaKnobs(dtype=dt, out=out, a_major=am, b_major=bm, act=act,
+                                           tile=tile)
 
 
 def _simt_space():
     for dt in SIMT_DTYPES:
         for out in _outs(dt):
             for act in ACTS:
-                yield dict(dtype=dt, out=out, act=act)
+                yield SimtKnobs(dtype=dt, out=out, act=act)
 
 
 GEMM_MMA = register(KernelTemplate(
@@ -123,8 +157,8 @@ GEMM_MMA = register(KernelTemplate(
                   "csn:i64 bs:i64 alpha:f32 beta:f32 has_bias:i32 za:i64 zb:i64 zc:i64 "
                   "zbias:i64 k_last:i32"),
     space=_mma_space,
-    geometry=lambda k: LaunchGeometry(threads=mma_threads(k["tile"]),
-                                      smem_bytes=mma_smem(k["tile"])),
+    geometry=lambda k: LaunchGeometry(threads=mma_threads(k.tile), smem_bytes=mma_smem(k.tile)),
+    knobs=MmaKnobs,
 ))
 
 GEMM_SIMT = register(KernelTemplate(
@@ -134,7 +168,8 @@ GEMM_SIMT = register(KernelTemplate(
     params=params("a:ptr b:ptr c:ptr bias:ptr m:i32 n:i32 k:i32 sam:i64 sak:i64 sbk:i64 "
                   "sbn:i64 csm:i64 csn:i64 bs:i64 alpha:f64 beta:f64 has_bias:i32"),
     space=_simt_space,
-    geometry=lambda k: LaunchGeometry(threads=SIMT_THREADS, smem_bytes=simt_smem(k["dtype"])),
+    geometry=lambda k: LaunchGeometry(threads=SIMT_THREADS, smem_bytes=simt_smem(k.dtype)),
+    knobs=SimtKnobs,
 ))
 
 #: split-K reduction: threads per CTA and workspace elements (one 16-byte f32 vector) per thread
@@ -146,7 +181,7 @@ SPLITK_OUTS = ("f16", "bf16", "f32")
 def _splitk_space():
     for out in SPLITK_OUTS:
         for act in ACTS:
-            yield dict(out=out, act=act)
+            yield SplitKReduceKnobs(out=out, act=act)
 
 
 GEMM_SPLITK_REDUCE = register(KernelTemplate(
@@ -157,6 +192,7 @@ GEMM_SPLITK_REDUCE = register(KernelTemplate(
                   "alpha:f32 beta:f32 has_bias:i32"),
     space=_splitk_space,
     geometry=lambda k: LaunchGeometry(threads=SPLITK_THREADS, smem_bytes=0),
+    knobs=SplitKReduceKnobs,
 ))
 
 

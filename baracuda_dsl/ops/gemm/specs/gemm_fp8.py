@@ -11,6 +11,8 @@ needs sm_89; there are no sm80 SKUs).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ....jit import KernelTemplate, LaunchGeometry, params, register
 from .gemm_tf32 import TF32_TILES, operand_smem
 
@@ -24,13 +26,25 @@ FP8_VEC = 16
 FP8_ARCHES = ("sm89", "sm90a")
 
 
+@dataclass(frozen=True)
+class Fp8Knobs:
+    """Knobs of ``gemm_fp8``: operand types ``a`` / ``b`` (e4m3 / e5m2), ``out`` (bf16 / f16 /
+    f32) and ``tile`` (an :data:`FP8_TILES` name)."""
+
+    a: str
+    b: str
+    out: str
+    tile: str
+
+
 def fp8_threads(tile: str) -> int:
     t = FP8_TILES[tile]
     return 32 * t[4] * t[5]
 
 
-def fp8_smem(knobs) -> int:
-    bm, bn, bk, st = FP8_TILES[knobs["tile"]][:4]
+def fp8_smem(knobs: Fp8Knobs) -> int:
+    """Dynamic shared memory (bytes) of a ``gemm_fp8`` SKU: its padded word stages."""
+    bm, bn, bk, st = FP8_TILES[knobs.tile][:4]
     return st * 4 * (operand_smem(True, bm, bk) + operand_smem(True, bn, bk)) + 256
 
 
@@ -39,7 +53,7 @@ def _space():
         for a in FP8_TYPES:
             for b in FP8_TYPES:
                 for out in FP8_OUTS:
-                    yield dict(a=a, b=b, out=out, tile=tile)
+                    yield Fp8Knobs(a=a, b=b, out=out, tile=tile)
 
 
 GEMM_FP8 = register(KernelTemplate(
@@ -49,6 +63,7 @@ GEMM_FP8 = register(KernelTemplate(
     params=params("a:ptr b:ptr c:ptr bias:ptr sa:ptr sb:ptr m:i32 n:i32 k:i32 lda:i64 ldb:i64 "
                   "csm:i64 csn:i64 bs:i64 sas:i64 sbs:i64 has_bias:i32"),
     space=_space,
-    geometry=lambda k: LaunchGeometry(threads=fp8_threads(k["tile"]), smem_bytes=fp8_smem(k)),
+    geometry=lambda k: LaunchGeometry(threads=fp8_threads(k.tile), smem_bytes=fp8_smem(k)),
+    knobs=Fp8Knobs,
     arch_ok=lambda k, arch: arch in FP8_ARCHES,
 ))

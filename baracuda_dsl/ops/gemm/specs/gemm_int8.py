@@ -9,6 +9,8 @@ c = scale_a[i] · scale_b[j] · acc) and ``tile`` (``128x128``: 128×128×64 byt
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ....jit import KernelTemplate, LaunchGeometry, params, register
 from .gemm_tf32 import TF32_TILES, operand_smem
 
@@ -19,8 +21,20 @@ INT_TYPES = ("s8", "u8")
 INT8_VEC = 16
 
 
-def int8_smem(knobs) -> int:
-    bm, bn, bk, st = INT8_TILES[knobs["tile"]][:4]
+@dataclass(frozen=True)
+class Int8Knobs:
+    """Knobs of ``gemm_int8``: PTX operand types ``a`` / ``b`` (s8 / u8), ``out`` (i32 exact, f32
+    dequantised) and ``tile`` (an :data:`INT8_TILES` name)."""
+
+    a: str
+    b: str
+    out: str
+    tile: str
+
+
+def int8_smem(knobs: Int8Knobs) -> int:
+    """Dynamic shared memory (bytes) of a ``gemm_int8`` SKU: its padded word stages."""
+    bm, bn, bk, st = INT8_TILES[knobs.tile][:4]
     return st * 4 * (operand_smem(True, bm, bk) + operand_smem(True, bn, bk)) + 256
 
 
@@ -29,7 +43,7 @@ def _space():
         for a in INT_TYPES:
             for b in INT_TYPES:
                 for out in ("i32", "f32"):
-                    yield dict(a=a, b=b, out=out, tile=tile)
+                    yield Int8Knobs(a=a, b=b, out=out, tile=tile)
 
 
 GEMM_INT8 = register(KernelTemplate(
@@ -39,6 +53,7 @@ GEMM_INT8 = register(KernelTemplate(
     params=params("a:ptr b:ptr c:ptr sa:ptr sb:ptr m:i32 n:i32 k:i32 lda:i64 ldb:i64 csm:i64 "
                   "csn:i64 sas:i64 sbs:i64"),
     space=_space,
-    geometry=lambda k: LaunchGeometry(threads=32 * INT8_TILES[k["tile"]][4]
-                                      * INT8_TILES[k["tile"]][5], smem_bytes=int8_smem(k)),
+    geometry=lambda k: LaunchGeometry(threads=32 * INT8_TILES[k.tile][4] * INT8_TILES[k.tile][5],
+                                      smem_bytes=int8_smem(k)),
+    knobs=Int8Knobs,
 ))

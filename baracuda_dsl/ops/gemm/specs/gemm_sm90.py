@@ -6,15 +6,15 @@ loads into 128-byte-swizzled shared memory through an mbarrier pipeline; warp-sp
 (warpgroup 0 is the
 producer — one warp issues the TMA loads — warpgroups 1 and 2 are the consumers, each owning 64
 rows of the CTA tile) and persistent over output tiles (grid = min(tiles, SMs), static stride
-schedule, grouped rasterisation as in ``templates.gemm.raster``).
+schedule, grouped rasterisation as in ``specs.gemm.raster``).
 
 Kernel ABI: the two operands arrive as CUtensorMap descriptors passed by value (param kind
-``tmap``: ``.param .align 64 .b8 [128]``), encoded on the host by
-:func:`operand_tmap` (pure Python) with exactly the bits the DSL's own host code writes for the
-same operand — the DSL packs the 128-byte descriptor itself (it does not call
-cuTensorMapEncodeTiled); tests/gemm/test_gemm_sm90_cpu.py compiles probes whose shapes are constants,
-reads the folded descriptor words from the DSL's lowered host IR and compares them with
-:func:`operand_tmap`.  No DSL / compiler / driver encode call is needed at run time.
+``tmap``: ``.param .align 64 .b8 [128]``) of a seen as (m, k) and b seen as (n, k): 2-D, the
+operand's contiguous dim first, box :func:`operand_box`, 128-byte swizzle, L2 promotion 128 B,
+zero fill out of bounds — the layout ``ops/gemm/gemm_sm90_launch.operand_layout`` builds and
+``ops/gemm/tensor_maps.py`` encodes with the driver (``cuTensorMapEncodeTiled``, cached per layout,
+only the base address patched per call).  tests/gemm/test_gemm_sm90_cpu.py checks that layout
+against the TMA atoms the DSL builds for the kernel (the fields of its host-side descriptor).
 
 Knobs:
 
@@ -45,7 +45,8 @@ plan runs it with the f32-output SKU into its workspace and reduces with
 
 from __future__ import annotations
 
-import struct
+from dataclasses import dataclass
+from typing import Optional
 
 from ....jit import KernelTemplate, LaunchGeometry, params, register
 
@@ -70,6 +71,8 @@ ITEMSIZE = {"f16": 2, "bf16": 2, "e4m3": 1, "e5m2": 1}
 def block_k(tile: str, dtype: str) -> int:
     """k extent of one pipeline stage: one 128-byte swizzle row (64 16-bit / 128 fp8 elements)."""
     return TILES[tile][2] * 2 // ITEMSIZE[dtype]
+
+
 A_MAJORS = ("k", "m")
 B_MAJORS = ("k", "n")
 #: run-time activation codes of the ``act`` parameter
@@ -116,6 +119,27 @@ def num_tiles(m: int, n: int, tile: str) -> int:
     return -(-m // bm) * -(-n // bn)
 
 
+@dataclass(frozen=True)
+class Sm90Knobs:
+    """Knobs of ``gemm_sm90``: ``dtype`` (a's type: f16 / bf16, or e4m3 / e5m2), ``out`` (c and
+    bias), operand majors ``a_major`` (k / m) and ``b_major`` (k / n), ``tile`` (a :data:`TILES`
+    name), ``cluster`` (1, or 2: b multicast over a CTA pair) and, for the fp8 SKUs only, ``b``
+    (b's type; None = ``dtype``)."""
+
+    dtype: str
+    out: str
+    a_major: str
+    b_major: str
+    tile: str
+    cluster: int
+    b: Optional[str] = None
+
+    @property
+    def b_dtype(self) -> str:
+        """b's element type (``b`` for the fp8 SKUs, else ``dtype``)."""
+        return self.dtype if self.b is None else self.b
+
+
 def _outs(dt):
     return (dt, "f32")
 
@@ -127,21 +151,22 @@ CLUSTER_TILE = "128x256"
 def _space():
     for dt in DTYPES:
         for out in _outs(dt):
-            yield dict(dtype=dt, out=out, a_major="k", b_major="k", tile=NARROW_TILE, cluster=1)
+            yield Sm90Knobs(dtype=dt, out=out, a_major="k", b_major="k", tile=NARROW_TILE,
+                            cluster=1)
     for tile in ("128x128", "128x256"):
         for a, b in FP8_PAIRS:
             for out in FP8_OUTS:
-                yield dict(dtype=a, b=b, out=out, a_major="k", b_major="k", tile=tile,
-                           cluster=1)
+                yield Sm90Knobs(dtype=a, b=b, out=out, a_major="k", b_major="k", tile=tile,
+                                cluster=1)
         for dt in DTYPES:
             for out in _outs(dt):
                 for am in A_MAJORS:
                     for bm in B_MAJORS:
-                        yield dict(dtype=dt, out=out, a_major=am, b_major=bm, tile=tile,
-                                   cluster=1)
+                        yield Sm90Knobs(dtype=dt, out=out, a_major=am, b_major=bm, tile=tile,
+                                        cluster=1)
                         if tile == CLUSTER_TILE and am == "k":
-                            yield dict(dtype=dt, out=out, a_major=am, b_major=bm, tile=tile,
-                                       cluster=2)
+                            yield Sm90Knobs(dtype=dt, out=out, a_major=am, b_major=bm,
+                                            tile=tile, cluster=2)
 
 
 GEMM_SM90 = register(KernelTemplate(
@@ -152,24 +177,14 @@ GEMM_SM90 = register(KernelTemplate(
                   "csn:i64 bs:i64 sas:i64 sbs:i64 alpha:f32 beta:f32 has_bias:i32 epi:i32 "
                   "splits:i32 kps:i32 zc:i64"),
     space=_space,
-    geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=smem_bytes(k["tile"]),
-                                      cluster=int(k.get("cluster", 1))),
+    geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=smem_bytes(k.tile),
+                                      cluster=k.cluster),
+    knobs=Sm90Knobs,
     arch_ok=lambda k, arch: arch == "sm90a",
 ))
 
 
-# ------------------------------------------------------------------ host TMA descriptor encoding
-#: element type code of the descriptor (bits 8..11 of word 1), as the DSL encodes it (fp8 as
-#: uint8 = 0)
-_TMAP_DTYPE = {"f16": 3, "bf16": 5, "e4m3": 0, "e5m2": 0}
-#: the rest of word 1's low half for these operands: rank 2, 128-byte swizzle, interleave none,
-#: L2 promotion and zero OOB fill exactly as the DSL sets them (read off its host code)
-_TMAP_FLAGS = 0x46012
-_M64 = (1 << 64) - 1
-_ADDR_MASK = (1 << 53) - 1
-_TMAP = struct.Struct("<16Q")
-
-
+# ------------------------------------------------------------------ operand descriptors
 def operand_box(kmajor: bool, rows_tile: int, bk: int = 64, mcast: int = 1, itemsize: int = 2):
     """(box0, box1) of an operand's descriptor: box0 along the contiguous dim (one 128-byte
     swizzle row: 64 16-bit or 128 fp8 elements), box1 along the other: the tile's rows for a
@@ -178,28 +193,3 @@ def operand_box(kmajor: bool, rows_tile: int, bk: int = 64, mcast: int = 1, item
     DSL by the CPU test)."""
     row = 128 // itemsize
     return (row, rows_tile // mcast) if kmajor else (row, bk // mcast)
-
-
-def operand_tmap(addr: int, dtype: str, kmajor: bool, rows: int, k: int, ld: int,
-                 rows_tile: int, bk: int = 64, mcast: int = 1) -> bytes:
-    """The 128-byte CUtensorMap the ``gemm_sm90`` kernel expects for one operand seen as
-    (rows, k) with unit stride along k (``kmajor``) or along rows, leading dim ``ld`` elements
-    (16 bytes: 8 16-bit / 16 fp8 elements), base ``addr`` (16-byte aligned); box =
-    :func:`operand_box` (``mcast``: the cluster size of a multicast operand; ``bk`` =
-    :func:`block_k`).  Bit-identical to the DSL's host encoding (words 0..7; words 8..15 are
-    zero)."""
-    isz = ITEMSIZE[dtype]
-    d0, d1 = (k, rows) if kmajor else (rows, k)
-    stride = ld * isz
-    box0, box1 = operand_box(kmajor, rows_tile, bk, mcast, isz)
-    big = 1 if (d1 - 1) * stride + d0 * isz >= 131072 else 0
-    return _TMAP.pack(
-        ((addr >> 4) & _ADDR_MASK) << 4,
-        (_TMAP_FLAGS | (_TMAP_DTYPE[dtype] << 8) | (big << 21) | ((stride >> 4) << 32)) & _M64,
-        0,
-        ((stride >> 36) & 15) << 32,
-        ((d0 - 1) & 0xFFFFFFFF) | (((d1 - 1) << 32) & _M64),
-        0,
-        ((box0 - 1) << 56) & _M64,
-        box1 - 1,
-        0, 0, 0, 0, 0, 0, 0, 0)

@@ -15,6 +15,8 @@ column-major, ``n``: row-major), ``act`` (none / relu / gelu / silu) and ``tile`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ....jit import KernelTemplate, LaunchGeometry, params, register
 
 #: tile name -> (bM, bN, bK, stages, warps along m, warps along n)
@@ -32,6 +34,17 @@ PAD_K = 4
 PAD_MN = 8
 
 
+@dataclass(frozen=True)
+class Tf32Knobs:
+    """Knobs of ``gemm_tf32``: operand majors ``a_major`` (k / m) and ``b_major`` (k / n),
+    epilogue ``act`` and ``tile`` (a :data:`TF32_TILES` name)."""
+
+    a_major: str
+    b_major: str
+    act: str
+    tile: str
+
+
 def tf32_threads(tile: str) -> int:
     t = TF32_TILES[tile]
     return 32 * t[4] * t[5]
@@ -42,10 +55,11 @@ def operand_smem(kmajor: bool, mn: int, bk: int) -> int:
     return mn * (bk + PAD_K) if kmajor else (mn + PAD_MN) * bk
 
 
-def tf32_smem(knobs) -> int:
-    bm, bn, bk, st = TF32_TILES[knobs["tile"]][:4]
-    return st * 4 * (operand_smem(knobs["a_major"] == "k", bm, bk)
-                     + operand_smem(knobs["b_major"] == "k", bn, bk)) + 256
+def tf32_smem(knobs: Tf32Knobs) -> int:
+    """Dynamic shared memory (bytes) of a ``gemm_tf32`` SKU: its padded f32 operand stages."""
+    bm, bn, bk, st = TF32_TILES[knobs.tile][:4]
+    return st * 4 * (operand_smem(knobs.a_major == "k", bm, bk)
+                     + operand_smem(knobs.b_major == "k", bn, bk)) + 256
 
 
 def _space():
@@ -53,7 +67,7 @@ def _space():
         for am in (("k",) if tile == BIG_TILE else ("k", "m")):
             for bm in ("k", "n"):
                 for act in ACTS:
-                    yield dict(a_major=am, b_major=bm, act=act, tile=tile)
+                    yield Tf32Knobs(a_major=am, b_major=bm, act=act, tile=tile)
 
 
 GEMM_TF32 = register(KernelTemplate(
@@ -63,5 +77,6 @@ GEMM_TF32 = register(KernelTemplate(
     params=params("a:ptr b:ptr c:ptr bias:ptr m:i32 n:i32 k:i32 lda:i64 ldb:i64 csm:i64 "
                   "csn:i64 bs:i64 alpha:f32 beta:f32 has_bias:i32"),
     space=_space,
-    geometry=lambda k: LaunchGeometry(threads=tf32_threads(k["tile"]), smem_bytes=tf32_smem(k)),
+    geometry=lambda k: LaunchGeometry(threads=tf32_threads(k.tile), smem_bytes=tf32_smem(k)),
+    knobs=Tf32Knobs,
 ))
