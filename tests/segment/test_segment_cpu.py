@@ -358,3 +358,57 @@ def test_cross_compile(arch):
     for name, knobs in samples:
         cubin, meta = compile_sku(name, freeze_knobs(knobs), arch, timeout=300)
         assert len(cubin) > 1000 and meta["threads"] in (128, 256)
+
+
+def _fake_view(shape, dt, k):
+    from baracuda_dsl import dtypes as D
+    from baracuda_dsl.tensor import TensorView, contiguous_strides
+
+    return TensorView._trusted((k + 1) << 32, tuple(shape), contiguous_strides(shape),
+                               D.dtype(dt), 0, None)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_launches_are_prebuilt_skus(launches, mode):
+    """Every kernel the embedding / embedding_bag plans launch (id pipeline, sort, bag helpers,
+    segment reduction, weight staging) is a SKU of its template's space with its ABI's
+    argument count."""
+    from baracuda_dsl.ops import get_template
+    from baracuda_dsl.ops.segment.embedding import (EmbeddingArgs, EmbeddingBackwardArgs,
+                                                    EmbeddingBagArgs, EmbeddingBagBackwardArgs,
+                                                    EmbeddingPlan)
+    from baracuda_dsl.vocabulary import Workspace
+
+    V, dim, n, B = 10, 16, 9, 3
+    views = iter(range(100))
+
+    def tv(shape, dt="f32"):
+        return _fake_view(shape, dt, next(views))
+
+    def run(plan, args):
+        ws = plan.workspace_size()
+        plan.run(args, workspace=Workspace(1 << 40, ws) if ws else None)
+
+    ed = EmbeddingDescriptor(V, dim, n, "f32", padding_idx=2)
+    run(EmbeddingPlan.select(ed, PREF), EmbeddingArgs(tv((V, dim)), tv((n,), "i64"),
+                                                      tv((n, dim))))
+    run(EmbeddingBackwardPlan.select(ed, PREF),
+        EmbeddingBackwardArgs(tv((n, dim)), tv((n,), "i64"), tv((V, dim))))
+    bdsc = EmbeddingBagDescriptor(V, dim, n, B, mode, "f32", per_sample_weights=mode == "sum")
+    psw = tv((n,)) if mode == "sum" else None
+    mi = tv((B, dim), "i64") if mode == "max" else None
+    run(EmbeddingBagPlan.select(bdsc, PREF),
+        EmbeddingBagArgs(tv((V, dim)), tv((n,), "i64"), tv((B,), "i64"), tv((B, dim)), psw,
+                         None, mi))
+    run(EmbeddingBagBackwardPlan.select(bdsc, PREF),
+        EmbeddingBagBackwardArgs(tv((B, dim)), tv((n,), "i64"), tv((B,), "i64"), tv((V, dim)),
+                                 psw, mi))
+    names = {name for name, *_ in launches}
+    assert {"index_rows", "segment_keys", "segment_offsets", "segment_reduce",
+            "segment_bag"} <= names
+    for name, knobs, grid, args, _ in launches:
+        t = get_template(name)
+        frozen = tuple(sorted(knobs.items()))
+        assert frozen in set(t.skus("sm90a")), (name, knobs)
+        assert len(args) == len(t.abi(t.thaw(frozen))), (name, len(args))
+        assert all(g >= 1 for g in grid), (name, grid)

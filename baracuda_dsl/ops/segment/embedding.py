@@ -72,6 +72,11 @@ def _dweight_view(d, args, dev: int):
 class _EmbeddingBase(SegmentPipeline):
     """Shared helpers of the embedding backward / bag plans."""
 
+    def _kernel_of_bag(self, index: str, acc: str, dev: int):
+        """``kind -> loaded segment_bag kernel`` (``count`` / ``map``) for these dtypes."""
+        return lambda kind: self._kernel(spec.SEGMENT_BAG, self._knob(
+            spec.SegmentBagKnobs, kind=kind, index=index, acc=acc), dev)
+
     def _stage_weights(self, p, tmp, acc: DType, st: int) -> None:
         """Copy (or cast) the per-sample weights ``p`` into the ``acc``-typed ``tmp``."""
         if acc == self.desc.dtype:
@@ -389,20 +394,17 @@ class EmbeddingBagBackwardPlan(_EmbeddingBase):
             self._stage_weights(p, tp, A, st)
             pswp = tp.ptr
             bflags |= 1
-        ix = d.index.short
-        kacc = A.short
+        bag = self._kernel_of_bag(d.index.short, A.short, dev)
         if d.mode == "mean" and B:
-            lk = self._kernel(spec.SEGMENT_BAG, self._knobs(kind="count", index=ix, acc=kacc),
-                              dev)
-            lk.launch((-(-B // 256), 1, 1),
-                      [0, ofs.ptr, idx.ptr, 0, inv.ptr, 0, 0, n, d.n_offsets, B, ofs.strides[0],
-                       idx.strides[0], 0, pad, V, 0], st)
+            bag("count").launch((-(-B // spec.PREP_THREADS), 1, 1),
+                                [0, ofs.ptr, idx.ptr, 0, inv.ptr, 0, 0, n, d.n_offsets, B,
+                                 ofs.strides[0], idx.strides[0], 0, pad, V, 0], st)
             bflags |= 2
         if n:
-            lk = self._kernel(spec.SEGMENT_BAG, self._knobs(kind="map", index=ix, acc=kacc), dev)
-            lk.launch((-(-n // 256), 1, 1),
-                      [perm.ptr, ofs.ptr, idx.ptr, pswp, inv.ptr, rows.ptr, wv.ptr, n,
-                       d.n_offsets, B, ofs.strides[0], idx.strides[0], 1, pad, V, bflags], st)
+            bag("map").launch((-(-n // spec.PREP_THREADS), 1, 1),
+                              [perm.ptr, ofs.ptr, idx.ptr, pswp, inv.ptr, rows.ptr, wv.ptr, n,
+                               d.n_offsets, B, ofs.strides[0], idx.strides[0], 1, pad, V,
+                               bflags], st)
         flags = spec.F_PERM | spec.F_KEYS
         if pad >= 0:
             flags |= spec.F_PAD_SEG

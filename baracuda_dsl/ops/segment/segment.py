@@ -15,8 +15,8 @@ out's shape): for max / min the data row of the first extreme (−1 for an empty
 Index policy: an id in [−num_segments, 0) is wrapped once (+num_segments); any other bad id is
 skipped (the row contributes nothing) and ``status[0]`` (optional int32 device word) is set
 to 1.  ``sorted=False``: ids → int32 keys (bad → num_segments) → stable radix sort (SortPlan:
-sorted keys + permutation) → segment offsets (a binary search per segment) → the reduction over the
-permutation.  ``sorted=True`` skips the sort: the offsets come from the ids as given; ids that are
+sorted keys + permutation) → segment offsets (a binary search per segment) → the reduction over
+the permutation.  ``sorted=True`` skips the sort: the offsets come from the ids as given; ids that are
 not non-decreasing (bad ids counting as num_segments, i.e. allowed only at the end) give an
 unspecified result (each segment receives a subset of its rows) but never an out-of-bounds access
 — every offset is clamped and each row is checked against its segment.
