@@ -210,26 +210,15 @@ def test_prod_backward_select_and_workspace(dt, sorted_):
     assert p.workspace_size() == pipe + tmp   # n <= 4096: no radix scratch
 
 
-def _fake_run(monkeypatch, arch, dt, N, C, S, sorted_, dx_row_stride=None):
-    """Run the prod backward with fake device views and a recording ``Plan._kernel``: every
-    launch's (template, knobs, argument count, grid)."""
-    from baracuda_dsl import dtypes as D, plan as planmod
-    from baracuda_dsl.jit import freeze_knobs
+def _fake_run(launches, arch, dt, N, C, S, sorted_, dx_row_stride=None):
+    """Run the prod backward with fake device views, ``launches`` recording every launch:
+    its (template, frozen knobs, argument count, grid)."""
+    from baracuda_dsl import dtypes as D
     from baracuda_dsl.ops.segment.segment import SegmentBackwardArgs
     from baracuda_dsl.tensor import TensorView, contiguous_strides
     from baracuda_dsl.vocabulary import Workspace
 
-    rec = []
-
-    class _Launch:
-        def __init__(self, t, k):
-            self.t, self.k = t, k
-
-        def launch(self, grid, args, stream):
-            rec.append((self.t.name, self.k, len(args), tuple(grid)))
-
-    monkeypatch.setattr(planmod.Plan, "_kernel",
-                        lambda self, t, knobs, dev: _Launch(t, freeze_knobs(knobs)))
+    launches.clear()
     nxt = [1 << 32]
 
     def tv(shape, dtype, strides=None):
@@ -245,12 +234,13 @@ def _fake_run(monkeypatch, arch, dt, N, C, S, sorted_, dx_row_stride=None):
     dx = tv((N, C), d, None if dx_row_stride is None else (dx_row_stride, 1))
     plan.run(SegmentBackwardArgs(tv((N, C), d), tv((N,), D.int64), None, tv((S, C), d), dx),
              workspace=Workspace(1 << 40, plan.workspace_size()))
-    return rec
+    return [(name, tuple(sorted(knobs.items())), len(args), grid)
+            for name, knobs, grid, args, _ in launches]
 
 
 @pytest.mark.parametrize("arch", [bd.ArchSku.SM80, bd.ArchSku.SM90A])
 @pytest.mark.parametrize("dt", ["f32", "f16", "bf16", "f64"])
-def test_prod_backward_launches_are_prebuilt_skus(monkeypatch, arch, dt):
+def test_prod_backward_launches_are_prebuilt_skus(launches, arch, dt):
     """Every kernel the prod-backward composite launches (id pipeline, sort, segment sum /
     prod, the per-row gather, the elementwise steps) is a SKU of its template's declared space
     for the arch, with the template's argument count."""
@@ -260,7 +250,7 @@ def test_prod_backward_launches_are_prebuilt_skus(monkeypatch, arch, dt):
     for N, C, S, srt, rs in ((5000, 6, 17, False, None), (300, 64, 9, True, None),
                              (300, 64, 9, False, 80), (7, 3, 0, False, None),
                              (40, 1, 100, True, None)):
-        rec = _fake_run(monkeypatch, arch, dt, N, C, S, srt, rs)
+        rec = _fake_run(launches, arch, dt, N, C, S, srt, rs)
         assert rec
         for name, knobs, nargs, grid in rec:
             t = get_template(name)
