@@ -119,25 +119,14 @@ def test_kernel_takes_one_group_per_spec_group():
             assert (a is None) if not g else (type(a) is kernel.Group and len(a) == len(g))
 
 
-class _Recorder:
-    """Plan._kernel stand-in: records the SKU knobs and the argument list of each launch."""
-
-    def __init__(self, monkeypatch):
-        self.log = []
-        monkeypatch.setattr(bd.plan.Plan, "_kernel",
-                            lambda plan, t, knobs, dev: self._kernel(knobs))
-
-    def _kernel(self, knobs):
-        rec = self
-
-        class K:
-            @staticmethod
-            def launch(grid, args, stream):
-                rec.log.append((knobs, grid, list(args)))
-        return K
-
-
 _KIND = {"ptr": int, "i32": int, "i64": int, "f64": float}
+
+
+def _launched(launches):
+    """(knobs object, argument list) of the last recorded launch."""
+    name, knobs, _, args, _ = launches[-1]
+    assert name == "elementwise"
+    return spec.ElementwiseKnobs(**knobs), args
 
 
 def _check_packed(knobs, args):
@@ -151,8 +140,7 @@ def _check_packed(knobs, args):
     ArgPack(abi).set(args)
 
 
-def test_every_path_packs_its_declared_parameters(monkeypatch):
-    rec = _Recorder(monkeypatch)
+def test_every_path_packs_its_declared_parameters(launches):
     f32, M, N = bd.float32, 64, 256
     x, y, o = (_tv(a, (M, N), (N, 1)) for a in (0x100000, 0x200000, 0x300000))
     xt = _tv(0x400000, (M, N), (1, M))
@@ -169,7 +157,7 @@ def test_every_path_packs_its_declared_parameters(monkeypatch):
         p = ew.ElementwisePlan.select(ew.ElementwiseDescriptor(op, shapes, f32, params=params),
                                       PREF)
         p.run(ew.ElementwiseArgs(ins, [o]))
-        knobs, grid, args = rec.log[-1]
+        knobs, args = _launched(launches)
         assert knobs.path == path, (op, knobs)
         _check_packed(knobs, args)
         n_at = knobs.spec.nout + knobs.spec.nin if path == "flat" else 7
@@ -179,24 +167,24 @@ def test_every_path_packs_its_declared_parameters(monkeypatch):
     p = ew.ElementwisePlan.select(ew.ElementwiseDescriptor("copy", (shape,), f32), PREF)
     p.run(ew.ElementwiseArgs([_tv(0x100000, shape, perm)],
                              [_tv(0x200000, shape, (36, 12, 6, 2, 1))]))
-    assert rec.log[-1][0].path == "s8"
-    _check_packed(*rec.log[-1][::2])
+    knobs, args = _launched(launches)
+    assert knobs.path == "s8"
+    _check_packed(knobs, args)
     # the scalar operands: input 1 of add in slot b (flat: 2 slots; s4: 4 slots)
     p = ew.ElementwisePlan.select(ew.ElementwiseDescriptor("add", ((M, N), None), f32), PREF)
     p.run(ew.ElementwiseArgs([x, 2.5], [o]))
-    assert rec.log[-1][2][4:11] == [0b10, 0.0, 2.5, 0.0, 0.0, 0, 0]
+    assert _launched(launches)[1][4:11] == [0b10, 0.0, 2.5, 0.0, 0.0, 0, 0]
     p.run(ew.ElementwiseArgs([xt, 2.5], [o]))
-    assert rec.log[-1][2][8:21] == [0b10, 0.0, 2.5] + [0.0] * 6 + [0] * 4
+    assert _launched(launches)[1][8:21] == [0b10, 0.0, 2.5] + [0.0] * 6 + [0] * 4
 
 
-def test_backward_plans_pack_their_declared_parameters(monkeypatch):
-    rec = _Recorder(monkeypatch)
+def test_backward_plans_pack_their_declared_parameters(launches):
     x, w, dy, dx, dw = (_tv(a, (8, 32), (32, 1)) for a in (0x1000, 0x2000, 0x3000, 0x4000,
                                                             0x5000))
     p = fam.BinaryBackwardPlan.select(fam.ElementwiseBackwardDescriptor(
         "multiply", ((8, 32), (8, 32)), "f32"), PREF)
     p.run(fam.ElementwiseBackwardArgs(dy, [x, w], [dx, dw]))
-    knobs, _, args = rec.log[-1]
+    knobs, args = _launched(launches)
     assert (knobs.op, knobs.path) == ("multiply_bw", "flat")
     _check_packed(knobs, args)
     assert args[:5] == [dx.ptr, dw.ptr, dy.ptr, x.ptr, w.ptr]
