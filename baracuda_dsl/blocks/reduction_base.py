@@ -1,11 +1,17 @@
-"""Shared reduction pieces for row kernels (norms now; softmax / losses / reductions later).
+"""Shared reduction pieces for row kernels (norms, softmax, cross-entropy, row losses, ...).
 
 Threads of one row form ``tpr`` consecutive lanes (a sub-warp group when ``tpr <= 32``, whole warps
-otherwise).  :func:`row_allreduce_sum` reduces a per-thread partial over those threads — warp
-shuffles, then one shared-memory slot per warp when the row spans several warps — and returns the
-total to every thread of the row.  Each call uses its own ``slot`` of the buffer, so consecutive
-reductions need no extra barrier between them.  The summation order is fixed: results are
-bit-identical from run to run.
+otherwise).  :func:`row_allreduce_sum` / :func:`row_allreduce_max` reduce a per-thread partial
+over those threads — warp shuffles, then one shared-memory slot per warp when the row spans
+several warps — and return the total to every thread of the row.  Each call uses its own
+``slot`` of the buffer, so consecutive reductions need no extra barrier between them.
+
+Thread-block clusters (sm90a): a row split over C CTAs exchanges one value per CTA through
+distributed shared memory — :func:`cluster_exchange` / :func:`cluster_exchange2` publish to every
+peer and pass one cluster barrier, after which ``cbuf[row, slot, rank]`` holds every CTA's value;
+:func:`cluster_sum` / :func:`cluster_sum2` add them in rank order (:func:`cluster_total2` reads
+the sums of values already exchanged).  The reduction order is fixed: results are bit-identical
+from run to run, and in every CTA of a cluster.
 """
 
 from __future__ import annotations
@@ -27,6 +33,18 @@ def compute_type(dtype_short: str):
 def element_type(dtype_short: str):
     return {"f32": cutlass.Float32, "f16": cutlass.Float16, "bf16": cutlass.BFloat16,
             "f64": cutlass.Float64}[dtype_short]
+
+
+def row_thread(tpr: int, rows: int, cluster=None):
+    """Trace-time helper: (lane in its row, row in the CTA, global row) of this thread, with
+    ``tpr`` threads a row and ``rows`` rows a CTA; ``cluster``: CTAs per row (a cluster of CTAs
+    shares one row; None for kernels without clusters)."""
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    lane = tidx % tpr
+    rin = tidx // tpr
+    row = (bidx if cluster is None else bidx // cluster) * rows + rin
+    return lane, rin, row
 
 
 def alloc_reduction_buffer(ct, tpr: int, rows: int, slots: int):
@@ -74,19 +92,58 @@ def cluster_publish(val, cbuf, C: cutlass.Constexpr, slot, row_in_cta, lane_in_r
 
 
 @cute.jit
+def cluster_exchange(val, cbuf, C: cutlass.Constexpr, slot, row_in_cta, lane_in_row):
+    """Publish ``val`` to slot ``slot`` of every cluster peer, then one cluster barrier: on return
+    ``cbuf[row, slot, r]`` holds CTA r's value for every r < C."""
+    cluster_publish(val, cbuf, C, slot, row_in_cta, lane_in_row)
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+
+
+@cute.jit
+def cluster_exchange2(a, b, cbuf, C: cutlass.Constexpr, slot_a, slot_b, row_in_cta,
+                      lane_in_row):
+    """:func:`cluster_exchange` of two values (slots ``slot_a`` / ``slot_b``), one barrier."""
+    cluster_publish(a, cbuf, C, slot_a, row_in_cta, lane_in_row)
+    cluster_publish(b, cbuf, C, slot_b, row_in_cta, lane_in_row)
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+
+
+@cute.jit
+def cluster_total2(cbuf, C: cutlass.Constexpr, slot_a, slot_b, row_in_cta):
+    """(Σ_r cbuf[row, slot_a, r], Σ_r cbuf[row, slot_b, r]) in rank order, for values already
+    exchanged."""
+    ta = cbuf[row_in_cta, slot_a, 0]
+    tb = cbuf[row_in_cta, slot_b, 0]
+    for r in cutlass.range_constexpr(1, C):
+        ta = ta + cbuf[row_in_cta, slot_a, r]
+        tb = tb + cbuf[row_in_cta, slot_b, r]
+    return ta, tb
+
+
+@cute.jit
 def cluster_sum(val, cbuf, C: cutlass.Constexpr, slot, row_in_cta, lane_in_row):
     """Sum a row total over the C CTAs of a cluster (each holds a slice of the row): publish it
     to every peer, a cluster barrier makes the stores visible, and every CTA adds the C values in
     rank order, so all get the bit-identical total.  Identity for C == 1."""
     if const_expr(C == 1):
         return val
-    cluster_publish(val, cbuf, C, slot, row_in_cta, lane_in_row)
-    cute.arch.cluster_arrive()
-    cute.arch.cluster_wait()
+    cluster_exchange(val, cbuf, C, slot, row_in_cta, lane_in_row)
     total = cbuf[row_in_cta, slot, 0]
     for r in cutlass.range_constexpr(1, C):
         total = total + cbuf[row_in_cta, slot, r]
     return total
+
+
+@cute.jit
+def cluster_sum2(a, b, cbuf, C: cutlass.Constexpr, slot_a, slot_b, row_in_cta, lane_in_row):
+    """Two row totals over the C CTAs of a cluster through one cluster barrier (rank order, as
+    :func:`cluster_sum`); identity for C == 1."""
+    if const_expr(C == 1):
+        return a, b
+    cluster_exchange2(a, b, cbuf, C, slot_a, slot_b, row_in_cta, lane_in_row)
+    return cluster_total2(cbuf, C, slot_a, slot_b, row_in_cta)
 
 
 @cute.jit
@@ -104,6 +161,23 @@ def row_allreduce_sum(val, buf, tpr: cutlass.Constexpr, slot: cutlass.Constexpr,
     total = buf[row_in_cta, 0, slot]
     for w in cutlass.range_constexpr(1, tpr // WARP):
         total = total + buf[row_in_cta, w, slot]
+    return total
+
+
+@cute.jit
+def row_allreduce_max(val, buf, tpr: cutlass.Constexpr, slot: cutlass.Constexpr, row_in_cta,
+                      lane_in_row):
+    """Max of ``val`` over the ``tpr`` threads of this thread's row; every thread gets it
+    (``cutlass.max``: NaN-propagating)."""
+    if const_expr(tpr <= WARP):
+        return cute.arch.warp_reduction(val, cutlass.max, threads_in_group=tpr)
+    part = cute.arch.warp_reduction(val, cutlass.max)
+    if lane_in_row % WARP == 0:
+        buf[row_in_cta, lane_in_row // WARP, slot] = part
+    cute.arch.barrier()
+    total = buf[row_in_cta, 0, slot]
+    for w in cutlass.range_constexpr(1, tpr // WARP):
+        total = cutlass.max(total, buf[row_in_cta, w, slot])
     return total
 
 
@@ -142,14 +216,20 @@ def row_offset(row, s1, s2, st0, st1, st2):
 
 
 @cute.jit
-def load_batch(g, frag, v0, tpr: cutlass.Constexpr, U: cutlass.Constexpr, nvec):
-    """frag[:, u] = g[:, v0 + u·tpr] for u < U (zeros past ``nvec``): U independent loads in flight."""
+def load_batch(g, frag, v0, tpr: cutlass.Constexpr, U: cutlass.Constexpr, nvec,
+               fill: cutlass.Constexpr = 0.0):
+    """frag[:, u] = g[:, v0 + u·tpr] for u < U: U independent loads in flight; vectors past
+    ``nvec`` are set to ``fill`` (left as they are with ``fill=None``)."""
     for u in cutlass.range_constexpr(U):
         v = v0 + u * tpr
-        if v < nvec:
-            cute.autovec_copy(g[None, v], frag[None, u])
+        if const_expr(fill is None):
+            if v < nvec:
+                cute.autovec_copy(g[None, v], frag[None, u])
         else:
-            frag[None, u].fill(0.0)
+            if v < nvec:
+                cute.autovec_copy(g[None, v], frag[None, u])
+            else:
+                frag[None, u].fill(fill)
 
 
 @cute.jit
@@ -171,3 +251,11 @@ def row_tensors(rr, s1, s2, layout, vec: int, *operands):
 def load_scalar(ptr, index):
     """Trace-time helper: ``ptr[index]`` for a scalar in global memory."""
     return cute.make_tensor(ptr + Int64(index), cute.make_layout(1))[0]
+
+
+def gmem_ptr(dtype, align: int):
+    """Trace-time helper: an example global-memory pointer of ``dtype`` assumed ``align``-byte
+    aligned (``cute.compile``'s example arguments: the alignment a kernel may assume)."""
+    from cutlass.cute.runtime import make_ptr
+
+    return make_ptr(dtype, 16, cute.AddressSpace.gmem, assumed_align=align)

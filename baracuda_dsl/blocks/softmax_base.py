@@ -1,10 +1,10 @@
-"""Device helpers of the softmax family (others may import them; see reduction_base for sums).
+"""Exponential and online-softmax helpers of the row kernels (softmax, cross-entropy; others may
+import them; row sums / maxima and the cluster exchange are in :mod:`reduction_base`).
 
 Row threads are laid out as in :mod:`reduction_base` (``tpr`` consecutive lanes per row, ``rows``
 rows per CTA, a shared buffer ``buf[row, warp, slot]`` from ``alloc_reduction_buffer``).
 
-* :func:`row_allreduce_max` — max of a per-thread value over the row's threads (every thread gets
-  it); warp shuffles, then one shared slot per warp.
+* :func:`fmax_c` — max in the compute type (one FMNMX for f32, NaN-propagating for f64).
 * Online (max, sum-exp) pairs: a thread's partial of a row is ``(m, s)`` with ``m`` the largest
   element it saw (natural units) and ``s = Σ exp(x − m)``.  :func:`online_update` folds one value
   in, :func:`online_merge` merges two pairs, :func:`row_allreduce_online` merges the pairs of a
@@ -16,8 +16,7 @@ rows per CTA, a shared buffer ``buf[row, warp, slot]`` from ``alloc_reduction_bu
   to exp2(±1e31) = inf / 0 and whole rows became NaN.)  An ``m`` of −inf (no finite element
   yet) is treated as 0 when subtracted, so empty partials contribute exactly 0 and never NaN; a
   row of only −inf gives s = 0 (softmax 0/0 = NaN, as PyTorch).
-* :func:`exp_sub` — exp(x − m) as exp2((x − m)·log2 e) (all helpers here use it);
-  :func:`exp_shift` — the older one-FMA form with a pre-scaled max (unsafe for huge x).
+* :func:`exp_sub` — exp(x − m) as exp2((x − m)·log2 e) (all helpers here use it).
 * :func:`exp_c` — exp in the compute type (ex2.approx for f32, libdevice for f64).
 
 Reduction order is fixed: results are bit-identical from run to run.
@@ -30,15 +29,25 @@ import operator
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Float32, Float64, Int32, const_expr
+from cutlass import Float32, Float64, const_expr
 
-WARP = 32
+from .reduction_base import WARP, cluster_exchange, cluster_exchange2
+
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 
 
 def _max(a, b):
     return cutlass.max(a, b)
+
+
+@cute.jit
+def fmax_c(a, b):
+    """max in the compute type: one FMNMX for f32 (drops a NaN operand: NaN elements still
+    reach every output through the sum of exponentials), the NaN-propagating max for f64."""
+    if const_expr(isinstance(a, Float64)):
+        return cutlass.max(a, b)
+    return cute.arch.fmax(a, b)
 
 
 @cute.jit
@@ -69,36 +78,12 @@ def exp_sub(x, ms):
 
 
 @cute.jit
-def exp_shift(x, ms_l2e):
-    """exp(x − ms) with ``ms_l2e = safe_max(m)·log2 e`` precomputed: one FMA + exp2.  Kept for
-    existing callers; NOT safe for |x| ≳ 1e30 (f32) / 1e290 (f64): the rounding error of the
-    pre-scaled max is amplified (see the module docstring) — prefer :func:`exp_sub`."""
-    return exp2_c(x * type(x)(LOG2E) - ms_l2e)
-
-
-@cute.jit
 def online_merge(m1, s1, m2, s2):
     """Merge two (max, sum-exp) pairs."""
     m = _max(m1, m2)
     ml = safe_max(m)
     s = s1 * exp_sub(m1, ml) + s2 * exp_sub(m2, ml)
     return m, s
-
-
-@cute.jit
-def row_allreduce_max(val, buf, tpr: cutlass.Constexpr, slot: cutlass.Constexpr, row_in_cta,
-                      lane_in_row):
-    """Max of ``val`` over the ``tpr`` threads of this thread's row; every thread gets it."""
-    if const_expr(tpr <= WARP):
-        return cute.arch.warp_reduction(val, _max, threads_in_group=tpr)
-    part = cute.arch.warp_reduction(val, _max)
-    if lane_in_row % WARP == 0:
-        buf[row_in_cta, lane_in_row // WARP, slot] = part
-    cute.arch.barrier()
-    total = buf[row_in_cta, 0, slot]
-    for w in cutlass.range_constexpr(1, tpr // WARP):
-        total = _max(total, buf[row_in_cta, w, slot])
-    return total
 
 
 @cute.jit
@@ -131,21 +116,6 @@ def row_allreduce_online(m, s, buf, tpr: cutlass.Constexpr, slot_m: cutlass.Cons
 
 
 @cute.jit
-def _publish(val, cbuf, C: cutlass.Constexpr, slot, row_in_cta, lane_in_row):
-    """Lanes 0..C-1 store ``val`` into slot [row, slot, rank] of every peer (DSMEM)."""
-    rank = cute.arch.block_idx_in_cluster()
-    if lane_in_row < C:
-        off = (row_in_cta * cute.size(cbuf, mode=[1]) + slot) * C + rank
-        addr = Int32(cute.arch.map_dsmem_ptr(cbuf.iterator + off, lane_in_row).toint())
-        if const_expr(isinstance(val, Float64)):
-            cute.arch.inline_ptx("st.shared::cluster.f64 [{$r0}], {$r1};",
-                                 read_only_args=[addr, val])
-        else:
-            cute.arch.inline_ptx("st.shared::cluster.f32 [{$r0}], {$r1};",
-                                 read_only_args=[addr, val])
-
-
-@cute.jit
 def cluster_online(m, s, cbuf, C: cutlass.Constexpr, slot_m: cutlass.Constexpr,
                    slot_s: cutlass.Constexpr, row_in_cta, lane_in_row):
     """Merge one (max, sum-exp) pair per CTA over a cluster of C CTAs (each holding a slice of
@@ -153,10 +123,7 @@ def cluster_online(m, s, cbuf, C: cutlass.Constexpr, slot_m: cutlass.Constexpr,
     C == 1.  ``cbuf`` from ``reduction_base.alloc_cluster_buffer``."""
     if const_expr(C == 1):
         return m, s
-    _publish(m, cbuf, C, slot_m, row_in_cta, lane_in_row)
-    _publish(s, cbuf, C, slot_s, row_in_cta, lane_in_row)
-    cute.arch.cluster_arrive()
-    cute.arch.cluster_wait()
+    cluster_exchange2(m, s, cbuf, C, slot_m, slot_s, row_in_cta, lane_in_row)
     tm = cbuf[row_in_cta, slot_m, 0]
     for r in cutlass.range_constexpr(1, C):
         tm = _max(tm, cbuf[row_in_cta, slot_m, r])
@@ -173,9 +140,7 @@ def cluster_max(val, cbuf, C: cutlass.Constexpr, slot: cutlass.Constexpr, row_in
     """Max of one value per CTA over a cluster (identity for C == 1)."""
     if const_expr(C == 1):
         return val
-    _publish(val, cbuf, C, slot, row_in_cta, lane_in_row)
-    cute.arch.cluster_arrive()
-    cute.arch.cluster_wait()
+    cluster_exchange(val, cbuf, C, slot, row_in_cta, lane_in_row)
     t = cbuf[row_in_cta, slot, 0]
     for r in cutlass.range_constexpr(1, C):
         t = _max(t, cbuf[row_in_cta, slot, r])
@@ -187,6 +152,6 @@ def neg_inf(ct):
     return ct(-math.inf)
 
 
-__all__ = ["LOG2E", "LN2", "exp2_c", "exp_c", "safe_max", "exp_sub", "exp_shift",
-           "online_merge", "row_allreduce_max", "warp_online", "row_allreduce_online",
-           "cluster_online", "cluster_max", "neg_inf", "Float32"]
+__all__ = ["LOG2E", "LN2", "WARP", "fmax_c", "exp2_c", "exp_c", "safe_max", "exp_sub",
+           "online_merge", "warp_online", "row_allreduce_online", "cluster_online",
+           "cluster_max", "neg_inf", "Float32"]

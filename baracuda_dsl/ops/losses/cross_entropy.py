@@ -367,6 +367,7 @@ def _aligned(vec: int, views_strides) -> bool:
 # ================================================================================== forward
 class _LossForward(Plan):
     _op = "cross_entropy"
+    _input = "logits"  # the Args field of the (n, c) input
 
     def _plan(self) -> None:
         d = self.desc
@@ -385,13 +386,12 @@ class _LossForward(Plan):
     def is_empty(self) -> bool:
         return self.desc.n == 0 and self.desc.reduction == "none"
 
-    def _inputs(self, args):
-        raise NotImplementedError
-
     def _bind(self, args):
         d = self.desc
-        x, t, w = self._inputs(args)
+        x = _row_view(getattr(args, self._input), self._input, d)
         dev = x.device
+        t = _target_view(args.target, d, dev)
+        w = _weight_view(args.weight, d, dev)
         if d.reduction == "none":
             loss = vector_view(args.loss, "loss", d.n, d.dtype, dev, optional=False)
         else:
@@ -452,14 +452,6 @@ class CrossEntropyPlan(_LossForward):
     descriptor = CrossEntropyDescriptor
     _op = "cross_entropy"
 
-    def _inputs(self, args):
-        d = self.desc
-        x = _row_view(args.logits, "logits", d)
-        dev = x.device
-        t = _target_view(args.target, d, dev)
-        w = _weight_view(args.weight, d, dev)
-        return x, t, w
-
 
 class NLLLossPlan(_LossForward):
     """NLL forward: loss = −w[t]·x[t] per row (x: log-probabilities (n, c), any row stride);
@@ -467,14 +459,7 @@ class NLLLossPlan(_LossForward):
 
     descriptor = NLLLossDescriptor
     _op = "nll_loss"
-
-    def _inputs(self, args):
-        d = self.desc
-        x = _row_view(args.input, "input", d)
-        dev = x.device
-        t = _target_view(args.target, d, dev)
-        w = _weight_view(args.weight, d, dev)
-        return x, t, w
+    _input = "input"
 
 
 # ================================================================================= backward

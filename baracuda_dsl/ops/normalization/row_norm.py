@@ -375,8 +375,6 @@ class LayerNormBackwardArgs:
     dbias: object = None
 
 
-
-
 class _RowNormBackwardPlan(Plan):
     _op = "rms"
     _name = "rms_norm_backward"

@@ -32,26 +32,15 @@ import cutlass.cute as cute
 from cutlass import Float32, Float64, Int32, Int64, Uint32, const_expr
 
 from ..specs import cross_entropy as spec
+from ....blocks.half_pairs import NEG_INF2, packed_max, pair_max
 from ....blocks.reduction_base import (WARP, alloc_reduction_buffer, cluster_publish, cluster_rank,
-                                       compute_type, element_type, load_batch, load_scalar,
-                                       row_allreduce_sum, row_allreduce_sum2, store_batch)
-from ....blocks.half_pairs import pair_max
-from ....blocks.softmax_base import cluster_online, exp_sub, safe_max
+                                       cluster_total2, compute_type, element_type, gmem_ptr,
+                                       load_batch, load_scalar, row_allreduce_max,
+                                       row_allreduce_sum, row_allreduce_sum2, row_thread,
+                                       store_batch)
+from ....blocks.softmax_base import cluster_online, exp_sub, fmax_c, safe_max
 
 LOG2E = 1.0 / math.log(2.0)
-
-
-def _max(a, b):
-    return cutlass.max(a, b)
-
-
-@cute.jit
-def fmax_c(a, b):
-    """max in the compute type: one FMNMX for f32 (a NaN operand is dropped here; NaN logits
-    still reach the loss through the sum of exponentials), the NaN-propagating max for f64."""
-    if const_expr(isinstance(a, Float64)):
-        return cutlass.max(a, b)
-    return cute.arch.fmax(a, b)
 
 
 @cute.jit
@@ -74,19 +63,39 @@ def fexp(x):
 
 
 @cute.jit
-def row_allreduce_max(val, buf, tpr: cutlass.Constexpr, slot: cutlass.Constexpr, row_in_cta,
-                      lane_in_row):
-    """Max of ``val`` over the ``tpr`` threads of this thread's row, returned to all of them."""
-    if const_expr(tpr <= WARP):
-        return cute.arch.warp_reduction(val, _max, threads_in_group=tpr)
-    part = cute.arch.warp_reduction(val, _max)
-    if lane_in_row % WARP == 0:
-        buf[row_in_cta, lane_in_row // WARP, slot] = part
-    cute.arch.barrier()
-    total = buf[row_in_cta, 0, slot]
-    for w in cutlass.range_constexpr(1, tpr // WARP):
-        total = cutlass.max(total, buf[row_in_cta, w, slot])
-    return total
+def online_batch(s, m, frag, v0, tpr: cutlass.Constexpr, U: cutlass.Constexpr, nvec,
+                 vec: cutlass.Constexpr):
+    """Fold the loaded vectors ``frag[:, u]`` (those of index v0 + u·tpr < nvec) into a running
+    (Σ exp(x − max), max) pair — in that order, in and out (the order the callers' loops carry
+    them) —: the batch's max first, one rescale of the sum when it grows."""
+    CT = type(m)
+    mb = m
+    for u in cutlass.range_constexpr(U):
+        if v0 + u * tpr < nvec:
+            for e in cutlass.range_constexpr(vec):
+                mb = fmax_c(mb, CT(frag[e, u]))
+    if mb > m:
+        s = s * fexp(m - mb)
+        m = mb
+    for u in cutlass.range_constexpr(U):
+        if v0 + u * tpr < nvec:
+            for e in cutlass.range_constexpr(vec):
+                s = s + fexp(CT(frag[e, u]) - m)
+    return s, m
+
+
+@cute.jit
+def row_online(m, s, buf, tpr: cutlass.Constexpr, row_in_cta, lane_in_row):
+    """The row's (max, Σ exp(x − max)) from the threads' running pairs: the row max (slot 0),
+    each thread's sum rescaled to it (0 for a thread that saw only −inf), then the row sum
+    (slot 1)."""
+    CT = type(m)
+    mm = row_allreduce_max(m, buf, tpr, 0, row_in_cta, lane_in_row)
+    if m > CT(-math.inf):
+        s = s * fexp(m - mm)
+    else:
+        s = CT(0.0)
+    return mm, row_allreduce_sum(s, buf, tpr, 1, row_in_cta, lane_in_row)
 
 
 @cute.jit
@@ -166,12 +175,6 @@ def build(knobs):
     return _build_reduce(knobs)
 
 
-def _mk(t, a):
-    from cutlass.cute.runtime import make_ptr
-
-    return make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=a)
-
-
 # ===================================================================================== forward
 def _build_fw(knobs: spec.CrossEntropyKnobs):
     dt, mode = knobs.dtype, knobs.mode
@@ -186,9 +189,6 @@ def _build_fw(knobs: spec.CrossEntropyKnobs):
     U = 4 if vec > 1 else 8
     NEG = -math.inf
     HALF = dt in ("bf16", "f16") and vec % 2 == 0
-    NEG2 = 0xFF80FF80 if dt == "bf16" else 0xFC00FC00  # (−inf, −inf)
-    MAX2 = ("{ .reg .b32 t; mov.b32 t, {$r0}; max.%s {$w0}, t, {$r1}; }"
-            % ("bf16x2" if dt == "bf16" else "f16x2"))  # (the mov admits an immediate {$r0})
 
     @cute.jit
     def coef(rv, rp, e, c, has_w, eps, inv_n):
@@ -267,11 +267,7 @@ def _build_fw(knobs: spec.CrossEntropyKnobs):
                ploss: cute.Pointer, prl: cute.Pointer, pden: cute.Pointer, plse: cute.Pointer,
                pst: cute.Pointer, M: Int32, N: Int32, xs: Int64, ps: Int64, ts: Int32, ign: Int64,
                eps_: Float64, flags: Int32):
-        tidx, _, _ = cute.arch.thread_idx()
-        bidx, _, _ = cute.arch.block_idx()
-        lane = tidx % tpr
-        rin = tidx // tpr
-        row = (bidx // C) * rows + rin
+        lane, rin, row = row_thread(tpr, rows, C)
         rank = cluster_rank(C)
         buf = alloc_reduction_buffer(CT, tpr, rows, slots)
         cbuf = None
@@ -337,13 +333,12 @@ def _build_fw(knobs: spec.CrossEntropyKnobs):
                 # packed max of the halves (max.{bf16,f16}x2: exact, half the instructions, and
                 # no early f32 widening that would keep a second copy of the row alive)
                 rw = cute.recast_tensor(rx, Uint32)
-                mp = Uint32(NEG2)
+                mp = Uint32(NEG_INF2[dt])
                 for c in cutlass.range_constexpr(chunks):
                     v = vb + c * tpr + lane
                     if v * vec < N:
                         for e in cutlass.range_constexpr(vec // 2):
-                            mp = cute.arch.inline_ptx(MAX2, write_only_types=[Uint32],
-                                                      read_only_args=[mp, rw[e, c]])
+                            mp = packed_max(mp, rw[e, c], dt)
                 m = pair_max(mp, dt)  # each half read explicitly (see half_pairs)
             else:
                 for c in cutlass.range_constexpr(chunks):
@@ -373,11 +368,7 @@ def _build_fw(knobs: spec.CrossEntropyKnobs):
                     cluster_publish(B, cbuf, C, 3, rin, lane)
                 m, s = cluster_online(m, s, cbuf, C, 0, 1, rin, lane)
                 if const_expr(aux):
-                    A = cbuf[rin, 2, 0]
-                    B = cbuf[rin, 3, 0]
-                    for r in cutlass.range_constexpr(1, C):
-                        A = A + cbuf[rin, 2, r]
-                        B = B + cbuf[rin, 3, r]
+                    A, B = cluster_total2(cbuf, C, 2, 3, rin)
             if valid and lane == 0 and rank == 0:
                 finish(ploss, prl, pden, plse, row, safe_max(m), cute.math.log(s), A, B, N, eps,
                        flags, kind, xt, wt)
@@ -396,18 +387,7 @@ def _build_fw(knobs: spec.CrossEntropyKnobs):
             if valid:
                 for v0 in cutlass.range(lane, nvec, tpr * U):
                     load_batch(gx, rx, v0, tpr, U, nvec)
-                    mb = m
-                    for u in cutlass.range_constexpr(U):
-                        if v0 + u * tpr < nvec:
-                            for e in cutlass.range_constexpr(vec):
-                                mb = fmax_c(mb, CT(rx[e, u]))
-                    if mb > m:
-                        s = s * fexp(m - mb)
-                        m = mb
-                    for u in cutlass.range_constexpr(U):
-                        if v0 + u * tpr < nvec:
-                            for e in cutlass.range_constexpr(vec):
-                                s = s + fexp(CT(rx[e, u]) - m)
+                    s, m = online_batch(s, m, rx, v0, tpr, U, nvec, vec)
                     if const_expr(aux):
                         if const_expr(mode == "prob"):
                             load_batch(gp, rp, v0, tpr, U, nvec)
@@ -419,12 +399,7 @@ def _build_fw(knobs: spec.CrossEntropyKnobs):
                                     a = coef(rv, rp, e, u, has_w, eps, inv_n)
                                     A = A + a * CT(rx[e, u])
                                     B = B + a
-            mm = row_allreduce_max(m, buf, tpr, 0, rin, lane)
-            if m > CT(NEG):
-                s = s * fexp(m - mm)
-            else:
-                s = CT(0.0)
-            s = row_allreduce_sum(s, buf, tpr, 1, rin, lane)
+            mm, s = row_online(m, s, buf, tpr, rin, lane)
             if const_expr(aux):
                 A, B = row_allreduce_sum2(A, B, buf, tpr, 2, 3, rin, lane)
             if valid and lane == 0:
@@ -442,10 +417,11 @@ def _build_fw(knobs: spec.CrossEntropyKnobs):
                              smem=smem, stream=stream)
 
     align = T.width // 8 * vec
-    args = [_mk(T, align), _mk(Int32, 4), _mk(T, align), _mk(T, align), _mk(T, T.width // 8),
-            _mk(CT, CT.width // 8), _mk(CT, CT.width // 8), _mk(CT, CT.width // 8), _mk(Int32, 4),
-            Int32(1), Int32(1), Int64(vec), Int64(vec), Int32(2), Int64(-100), Float64(0.0),
-            Int32(0), cute.runtime.make_fake_stream()]
+    ca = CT.width // 8
+    args = [gmem_ptr(T, align), gmem_ptr(Int32, 4), gmem_ptr(T, align), gmem_ptr(T, align),
+            gmem_ptr(T, T.width // 8), gmem_ptr(CT, ca), gmem_ptr(CT, ca), gmem_ptr(CT, ca),
+            gmem_ptr(Int32, 4), Int32(1), Int32(1), Int64(vec), Int64(vec), Int32(2), Int64(-100),
+            Float64(0.0), Int32(0), cute.runtime.make_fake_stream()]
     return launch, args
 
 
@@ -496,8 +472,8 @@ def _build_reduce(knobs: spec.LossReduceKnobs):
             grid=[1, 1, 1], block=[NT, 1, 1], smem=2 * 32 * 8 + 64, stream=stream)
 
     ca = CT.width // 8
-    args = [_mk(CT, ca), _mk(CT, ca), _mk(T, T.width // 8), _mk(CT, ca), Int32(1), Int64(1),
-            Int32(0), cute.runtime.make_fake_stream()]
+    args = [gmem_ptr(CT, ca), gmem_ptr(CT, ca), gmem_ptr(T, T.width // 8), gmem_ptr(CT, ca),
+            Int32(1), Int64(1), Int32(0), cute.runtime.make_fake_stream()]
     return launch, args
 
 
@@ -526,11 +502,7 @@ def _build_lce(knobs: spec.LceChunkKnobs):
     def kernel(pz: cute.Pointer, pt: cute.Pointer, pstats: cute.Pointer, pdz: cute.Pointer,
                pg: cute.Pointer, ptw: cute.Pointer, pst: cute.Pointer, M: Int32, Vc: Int32,
                zs: Int64, dzs: Int64, v0c: Int64, V: Int64, ts: Int32, ign: Int64, flags: Int32):
-        tidx, _, _ = cute.arch.thread_idx()
-        bidx, _, _ = cute.arch.block_idx()
-        lane = tidx % tpr
-        rin = tidx // tpr
-        row = bidx * rows + rin
+        lane, rin, row = row_thread(tpr, rows)
         buf = alloc_reduction_buffer(CT, tpr, rows, slots)
         valid = row < M
         rr = row if valid else Int32(0)
@@ -548,24 +520,8 @@ def _build_lce(knobs: spec.LceChunkKnobs):
             if valid:
                 for w0 in cutlass.range(lane, nvec, tpr * U):
                     load_batch(gz, rz, w0, tpr, U, nvec)
-                    mb = m
-                    for u in cutlass.range_constexpr(U):
-                        if w0 + u * tpr < nvec:
-                            for e in cutlass.range_constexpr(vec):
-                                mb = fmax_c(mb, rz[e, u])
-                    if mb > m:
-                        s = s * fexp(m - mb)
-                        m = mb
-                    for u in cutlass.range_constexpr(U):
-                        if w0 + u * tpr < nvec:
-                            for e in cutlass.range_constexpr(vec):
-                                s = s + fexp(rz[e, u] - m)
-            mm = row_allreduce_max(m, buf, tpr, 0, rin, lane)
-            if m > CT(NEG):
-                s = s * fexp(m - mm)
-            else:
-                s = CT(0.0)
-            s = row_allreduce_sum(s, buf, tpr, 1, rin, lane)
+                    s, m = online_batch(s, m, rz, w0, tpr, U, nvec, vec)
+            mm, s = row_online(m, s, buf, tpr, rin, lane)
             if valid and lane == 0:
                 om = mm
                 os_ = s
@@ -640,8 +596,8 @@ def _build_lce(knobs: spec.LceChunkKnobs):
             grid=[(M + rows - 1) // rows, 1, 1], block=[threads, 1, 1], smem=smem, stream=stream)
 
     ca = CT.width // 8
-    args = [_mk(CT, ca * vec), _mk(Int32, 4), _mk(CT, ca), _mk(DT, DT.width // 8 * vec),
-            _mk(DT, DT.width // 8), _mk(CT, ca), _mk(Int32, 4), Int32(1), Int32(1), Int64(vec),
-            Int64(vec), Int64(0), Int64(1), Int32(2), Int64(-100), Int32(0),
-            cute.runtime.make_fake_stream()]
+    args = [gmem_ptr(CT, ca * vec), gmem_ptr(Int32, 4), gmem_ptr(CT, ca),
+            gmem_ptr(DT, DT.width // 8 * vec), gmem_ptr(DT, DT.width // 8), gmem_ptr(CT, ca),
+            gmem_ptr(Int32, 4), Int32(1), Int32(1), Int64(vec), Int64(vec), Int64(0), Int64(1),
+            Int32(2), Int64(-100), Int32(0), cute.runtime.make_fake_stream()]
     return launch, args

@@ -19,9 +19,10 @@ import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64, const_expr
 
 from ..specs import cross_entropy as spec
-from .cross_entropy import _mk, exp_off, read_target, set_status
-from ....blocks.reduction_base import (alloc_reduction_buffer, compute_type, element_type,
-                                       load_batch, load_scalar, row_allreduce_sum, store_batch)
+from .cross_entropy import exp_off, read_target, set_status
+from ....blocks.reduction_base import (alloc_reduction_buffer, compute_type, element_type, gmem_ptr,
+                                       load_batch, load_scalar, row_allreduce_sum, row_thread,
+                                       store_batch)
 
 
 def build(knobs: spec.CrossEntropyKnobs):
@@ -39,11 +40,7 @@ def build(knobs: spec.CrossEntropyKnobs):
                plse: cute.Pointer, pg: cute.Pointer, ptw: cute.Pointer, pdx: cute.Pointer,
                pst: cute.Pointer, M: Int32, N: Int32, xs: Int64, ps: Int64, ds: Int64, ts: Int32,
                ign: Int64, eps_: Float64, flags: Int32):
-        tidx, _, _ = cute.arch.thread_idx()
-        bidx, _, _ = cute.arch.block_idx()
-        lane = tidx % tpr
-        rin = tidx // tpr
-        row = bidx * rows + rin
+        lane, rin, row = row_thread(tpr, rows)
         buf = alloc_reduction_buffer(CT, tpr, rows, slots)
         valid = row < M
         rr = row if valid else Int32(0)
@@ -172,8 +169,8 @@ def build(knobs: spec.CrossEntropyKnobs):
 
     align = T.width // 8 * vec
     ca = CT.width // 8
-    args = [_mk(T, align), _mk(Int32, 4), _mk(T, align), _mk(T, align), _mk(CT, ca),
-            _mk(T, T.width // 8), _mk(CT, ca), _mk(T, align), _mk(Int32, 4),
-            Int32(1), Int32(1), Int64(vec), Int64(vec), Int64(vec), Int32(2), Int64(-100),
-            Float64(0.0), Int32(0), cute.runtime.make_fake_stream()]
+    args = [gmem_ptr(T, align), gmem_ptr(Int32, 4), gmem_ptr(T, align), gmem_ptr(T, align),
+            gmem_ptr(CT, ca), gmem_ptr(T, T.width // 8), gmem_ptr(CT, ca), gmem_ptr(T, align),
+            gmem_ptr(Int32, 4), Int32(1), Int32(1), Int64(vec), Int64(vec), Int64(vec), Int32(2),
+            Int64(-100), Float64(0.0), Int32(0), cute.runtime.make_fake_stream()]
     return launch, args

@@ -23,7 +23,7 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
 from ..specs.channel_norm import PARTIAL_THREADS, ChannelVecKnobs
-from ....blocks.reduction_base import WARP, compute_type, element_type
+from ....blocks.reduction_base import WARP, compute_type, element_type, gmem_ptr
 
 
 def chan_merge(n_a, m_a, q_a, n_b, m_b, q_b, CT):
@@ -146,13 +146,9 @@ def build(knobs: ChannelVecKnobs):
                cpg).launch(grid=[units, K, 1], block=[THREADS, 1, 1],
                            smem=W * 4 * 8 + 64, stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
     align = T.width // 8 * vec
-    args = [make_ptr(T, 16, cute.AddressSpace.gmem, assumed_align=align),
-            make_ptr(T, 16, cute.AddressSpace.gmem, assumed_align=align),
-            make_ptr(CT, 16, cute.AddressSpace.gmem, assumed_align=CT.width // 8),
-            make_ptr(CT, 16, cute.AddressSpace.gmem, assumed_align=CT.width // 8),
+    args = [gmem_ptr(T, align), gmem_ptr(T, align), gmem_ptr(CT, CT.width // 8),
+            gmem_ptr(CT, CT.width // 8),
             Int32(1), Int32(1), Int32(1), Int32(1), Int64(vec), Int64(vec), Int32(1), Int32(1),
-            Int32(1), Int32(1), make_fake_stream()]
+            Int32(1), Int32(1), cute.runtime.make_fake_stream()]
     return launch, args

@@ -19,7 +19,7 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
 from ..specs.channel_norm import APPLY_THREADS, APPLY_UNROLL, ChannelVecKnobs
-from ....blocks.reduction_base import compute_type, element_type
+from ....blocks.reduction_base import compute_type, element_type, gmem_ptr
 
 
 def build(knobs: ChannelVecKnobs):
@@ -82,11 +82,8 @@ def build(knobs: ChannelVecKnobs):
         kernel(px, pdy, pout, pemu, pea, peb, pec, total_v, Sv, E).launch(
             grid=[blocks, 1, 1], block=[THREADS, 1, 1], smem=0, stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
     align = T.width // 8 * vec
-    t_ = lambda: make_ptr(T, 16, cute.AddressSpace.gmem, assumed_align=align)  # noqa: E731
-    c_ = lambda: make_ptr(CT, 16, cute.AddressSpace.gmem, assumed_align=CT.width // 8)  # noqa
-    args = [t_(), t_(), t_(), c_(), c_(), c_(), c_(), Int64(1), Int64(1), Int32(1), Int32(1),
-            make_fake_stream()]
+    t_ = [gmem_ptr(T, align) for _ in range(3)]
+    c_ = [gmem_ptr(CT, CT.width // 8) for _ in range(4)]
+    args = t_ + c_ + [Int64(1), Int64(1), Int32(1), Int32(1), cute.runtime.make_fake_stream()]
     return launch, args

@@ -27,7 +27,7 @@ from cutlass import Float64, Int32, Int64, const_expr
 from ..specs.channel_norm import (ENTRIES, FINALIZE_THREADS, HAS_B, HAS_W, TRAINING, UPDATE_RUNNING,
                                   WANT_DB, WANT_DW, ChannelFinalizeKnobs)
 from .channel_norm import chan_merge
-from ....blocks.reduction_base import compute_type, element_type
+from ....blocks.reduction_base import compute_type, element_type, gmem_ptr
 
 
 def build(knobs: ChannelFinalizeKnobs):
@@ -162,11 +162,13 @@ def build(knobs: ChannelFinalizeKnobs):
                cpg, K, Nn, count, eps, momentum, flags).launch(
                    grid=[blocks, 1, 1], block=[THREADS, 1, 1], smem=0, stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
+    def ct():
+        return gmem_ptr(CT, CT.width // 8)
 
-    ct = lambda: make_ptr(CT, 16, cute.AddressSpace.gmem, assumed_align=CT.width // 8)  # noqa
-    pt = lambda: make_ptr(PT, 16, cute.AddressSpace.gmem, assumed_align=PT.width // 8)  # noqa
+    def pt():
+        return gmem_ptr(PT, PT.width // 8)
+
     args = [ct(), pt(), pt(), pt(), pt(), ct(), ct(), ct(), ct(), ct(), ct(), pt(), pt(),
             Int32(1), Int32(1), Int32(1), Int32(1), Int32(1), Int32(1), Float64(1.0),
-            Float64(1e-5), Float64(0.1), Int32(0), Int32(1), make_fake_stream()]
+            Float64(1e-5), Float64(0.1), Int32(0), Int32(1), cute.runtime.make_fake_stream()]
     return launch, args

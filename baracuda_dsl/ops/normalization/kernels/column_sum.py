@@ -13,7 +13,7 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64
 
 from ..specs.row_norm import COLSUM_COLS as COLS, COLSUM_GROUPS as GROUPS, ColumnSumKnobs
-from ....blocks.reduction_base import compute_type, element_type
+from ....blocks.reduction_base import compute_type, element_type, gmem_ptr
 
 
 def build(knobs: ColumnSumKnobs):
@@ -66,9 +66,6 @@ def build(knobs: ColumnSumKnobs):
                                              block=[COLS * GROUPS, 1, 1],
                                              smem=COLS * GROUPS * 8 + 64, stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
-    args = [make_ptr(CT, 16, cute.AddressSpace.gmem, assumed_align=CT.width // 8),
-            make_ptr(T, 16, cute.AddressSpace.gmem, assumed_align=T.width // 8),
-            Int32(1), Int32(1), Int64(1), make_fake_stream()]
+    args = [gmem_ptr(CT, CT.width // 8), gmem_ptr(T, T.width // 8), Int32(1), Int32(1), Int64(1),
+            cute.runtime.make_fake_stream()]
     return launch, args

@@ -19,9 +19,9 @@ from cutlass import Float64, Int32, Int64, const_expr
 
 from ..specs.row_norm import HAS_B, HAS_W, ROW_NORM_FW, SLOTS, WRITE_STATS, RowNormKnobs
 from ....blocks.reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer,
-                                       cluster_publish, cluster_rank, cluster_sum, compute_type,
-                                       element_type, load_batch, load_scalar, row_allreduce_sum,
-                                       row_offset, store_batch)
+                                       cluster_exchange2, cluster_rank, cluster_sum, compute_type,
+                                       element_type, gmem_ptr, load_batch, load_scalar,
+                                       row_allreduce_sum, row_offset, row_thread, store_batch)
 
 
 @cute.jit
@@ -56,11 +56,7 @@ def build(knobs: RowNormKnobs):
                pmean: cute.Pointer, prstd: cute.Pointer, M: Int32, N: Int32, s1: Int32, s2: Int32,
                x0: Int64, x1: Int64, x2: Int64, y0: Int64, y1: Int64, y2: Int64,
                eps: Float64, flags: Int32, hw: Int32, cpg: Int32, G: Int32):
-        tidx, _, _ = cute.arch.thread_idx()
-        bidx, _, _ = cute.arch.block_idx()
-        lane = tidx % tpr
-        rin = tidx // tpr
-        row = (bidx // C) * rows + rin
+        lane, rin, row = row_thread(tpr, rows, C)
         rank = cluster_rank(C)
         vb = rank * (chunks * tpr)  # first vector of the row owned by this CTA
         buf = alloc_reduction_buffer(CT, tpr, rows, slots)
@@ -117,10 +113,7 @@ def build(knobs: RowNormKnobs):
                 mean = m_loc
                 var = q / n_ct
                 if const_expr(C > 1):
-                    cluster_publish(s, cbuf, C, 0, rin, lane)
-                    cluster_publish(q, cbuf, C, 1, rin, lane)
-                    cute.arch.cluster_arrive()
-                    cute.arch.cluster_wait()
+                    cluster_exchange2(s, q, cbuf, C, 0, 1, rin, lane)
                     tot = cbuf[rin, 0, 0]
                     for r in cutlass.range_constexpr(1, C):
                         tot = tot + cbuf[rin, 0, r]
@@ -263,12 +256,9 @@ def example_args(T, CT, PT, vec, chan):
     """Representative arguments for ``cute.compile``: pointers carry the alignment the kernel may
     assume (16 bytes on the vector path, the element size otherwise; per-channel weights are read
     one scalar at a time)."""
-    from cutlass.cute.runtime import make_ptr
-
     align = T.width // 8 * vec
     palign = PT.width // 8 if chan else PT.width // 8 * vec
-    mk = lambda t, a: make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=a)  # noqa: E731
-    ptrs = [mk(T, align), mk(T, align), mk(PT, palign), mk(PT, palign),
-            mk(CT, CT.width // 8), mk(CT, CT.width // 8)]
+    ptrs = [gmem_ptr(T, align), gmem_ptr(T, align), gmem_ptr(PT, palign), gmem_ptr(PT, palign),
+            gmem_ptr(CT, CT.width // 8), gmem_ptr(CT, CT.width // 8)]
     return ptrs + [Int32(1), Int32(1), Int32(1), Int32(1)] + [Int64(vec)] * 6 + [
         Float64(1e-5), Int32(0), Int32(1), Int32(0), Int32(1)]

@@ -19,9 +19,9 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
 from ..specs.row_norm import HAS_W, ROW_NORM_BW, SLOTS, WANT_DW, RowNormKnobs
-from ....blocks.reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer,
-                                       cluster_publish, cluster_rank, cluster_sum, compute_type,
-                                       element_type, load_batch, load_scalar, row_allreduce_sum,
+from ....blocks.reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_rank,
+                                       cluster_sum, cluster_sum2, compute_type, element_type,
+                                       gmem_ptr, load_batch, load_scalar, row_allreduce_sum,
                                        row_allreduce_sum2, row_tensors, store_batch)
 
 
@@ -116,16 +116,7 @@ def build(knobs: RowNormKnobs):
                 c2 = CT(0.0)
                 if const_expr(is_ln):
                     t1, t2 = row_allreduce_sum2(s_gx, s_g, buf, tpr, par, par + 1, rin, lane)
-                    if const_expr(C > 1):
-                        cluster_publish(t1, cbuf, C, par, rin, lane)
-                        cluster_publish(t2, cbuf, C, par + 1, rin, lane)
-                        cute.arch.cluster_arrive()
-                        cute.arch.cluster_wait()
-                        t1 = cbuf[rin, par, 0]
-                        t2 = cbuf[rin, par + 1, 0]
-                        for r in cutlass.range_constexpr(1, C):
-                            t1 = t1 + cbuf[rin, par, r]
-                            t2 = t2 + cbuf[rin, par + 1, r]
+                    t1, t2 = cluster_sum2(t1, t2, cbuf, C, par, par + 1, rin, lane)
                     c1 = t1 / n_ct
                     c2 = t2 / n_ct
                 else:
@@ -236,12 +227,10 @@ def build(knobs: RowNormKnobs):
                                                 cluster=[C, 1, 1] if const_expr(C > 1) else None,
                                                 stream=stream)
 
-    from cutlass.cute.runtime import make_fake_stream, make_ptr
-
     align = T.width // 8 * vec
-    cal = max(CT.width // 8 * vec, CT.width // 8)
-    mk = lambda t, a: make_ptr(t, 16, cute.AddressSpace.gmem, assumed_align=a)  # noqa: E731
-    args = [mk(T, align), mk(T, align), mk(T, align), mk(CT, CT.width // 8), mk(CT, CT.width // 8),
-            mk(T, align), mk(CT, min(cal, 16)), mk(CT, min(cal, 16)),
+    cal = min(max(CT.width // 8 * vec, CT.width // 8), 16)
+    args = [gmem_ptr(T, align), gmem_ptr(T, align), gmem_ptr(T, align),
+            gmem_ptr(CT, CT.width // 8), gmem_ptr(CT, CT.width // 8), gmem_ptr(T, align),
+            gmem_ptr(CT, cal), gmem_ptr(CT, cal),
             Int32(1), Int32(1), Int32(1), Int32(1)] + [Int64(vec)] * 9 + [Int32(0)]
-    return launch, args + [make_fake_stream()]
+    return launch, args + [cute.runtime.make_fake_stream()]

@@ -33,7 +33,8 @@ BUCKETS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 SLOTS = 4  # reduction slots: two values × two parities (the backward loop alternates)
 
 #: forward: four 16-byte vectors a thread, up to 1024 threads a row (more vectors beyond);
-#: cluster slices (sm90a) of half (512-thread, two CTAs per SM) and full size
+#: cluster slices (sm90a) of half the largest bucket (512 threads for two-byte types: two CTAs
+#: per SM) and of full size
 FW_ROWS = RowEngine(
     slots=SLOTS, buckets=BUCKETS, caps=ByDtype(32768, 32768, 32768, 16384),
     per_thread=ByDtype.vectors(4), max_tpr=1024,

@@ -27,23 +27,15 @@ import math
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Float64, Int32, Int64, Uint32, const_expr
+from cutlass import Int32, Int64, Uint32, const_expr
 
 from ..specs.softmax import LOG, SLOTS, SOFTMAX_FW, SoftmaxKnobs
-from ....blocks.reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_rank,
-                                       compute_type, element_type, row_offset)
-from ....blocks.half_pairs import pair_max
-from ....blocks.softmax_base import (WARP, _publish, exp_sub, row_allreduce_online, safe_max,
+from ....blocks.reduction_base import (WARP, alloc_cluster_buffer, alloc_reduction_buffer,
+                                       cluster_exchange2, cluster_rank, compute_type, element_type,
+                                       gmem_ptr, load_batch, row_offset, row_thread, store_batch)
+from ....blocks.half_pairs import NEG_INF2, opaque_copy, packed_max, pair_max
+from ....blocks.softmax_base import (exp_sub, fmax_c, row_allreduce_online, safe_max,
                                      warp_online)
-
-
-@cute.jit
-def fmax_c(a, b):
-    """max in the compute type: one FMNMX for f32 (drops a NaN operand: NaN elements still
-    reach every output through the sum of exponentials), the NaN-propagating max for f64."""
-    if const_expr(isinstance(a, Float64)):
-        return cutlass.max(a, b)
-    return cute.arch.fmax(a, b)
 
 
 @cute.jit
@@ -55,10 +47,7 @@ def cluster_merge(m, s, cbuf, C: cutlass.Constexpr, row_in_cta, lane_in_row):
     merging all C pairs in each thread kept 2·C values live beside the row)."""
     if const_expr(C == 1):
         return m, s
-    _publish(m, cbuf, C, 0, row_in_cta, lane_in_row)
-    _publish(s, cbuf, C, 1, row_in_cta, lane_in_row)
-    cute.arch.cluster_arrive()
-    cute.arch.cluster_wait()
+    cluster_exchange2(m, s, cbuf, C, 0, 1, row_in_cta, lane_in_row)
     r = lane_in_row % WARP % C
     return warp_online(cbuf[row_in_cta, 0, r], cbuf[row_in_cta, 1, r], C)
 
@@ -74,31 +63,12 @@ def build(knobs: SoftmaxKnobs):
     U = 4 if vec > 1 else 8  # loop mode: vectors per thread in flight per step
     NEG = -math.inf
     HALF = T.width == 16 and vec % 2 == 0  # two-byte vectors: packed max, packed registers
-    NEG2 = 0xFF80FF80 if dt == "bf16" else 0xFC00FC00  # (−inf, −inf)
-    MAX2 = ("{ .reg .b32 t; mov.b32 t, {$r0}; max.%s {$w0}, t, {$r1}; }"
-            % ("bf16x2" if dt == "bf16" else "f16x2"))
     WORDS = vec * T.width // 32
-
-    @cute.jit
-    def opaque(src, c: cutlass.Constexpr, dst):
-        """dst ← src[:, c] through opaque 32-bit moves: the write pass re-widens the halves
-        from their packed words instead of keeping the first pass's f32 conversions alive
-        across the reduction (which would double the register footprint)."""
-        sw = cute.recast_tensor(src, Uint32)
-        dw = cute.recast_tensor(dst, Uint32)
-        for i in cutlass.range_constexpr(WORDS):
-            dw[i] = cute.arch.inline_ptx("mov.b32 {$w0}, {$r0};", write_only_types=[Uint32],
-                                         read_only_args=[sw[i, c]])
-
 
     @cute.kernel
     def kernel(px: cute.Pointer, py: cute.Pointer, M: Int32, N: Int32, s1: Int32, s2: Int32,
                x0: Int64, x1: Int64, x2: Int64, y0: Int64, y1: Int64, y2: Int64, flags: Int32):
-        tidx, _, _ = cute.arch.thread_idx()
-        bidx, _, _ = cute.arch.block_idx()
-        lane = tidx % tpr
-        rin = tidx // tpr
-        row = (bidx // C) * rows + rin
+        lane, rin, row = row_thread(tpr, rows, C)
         rank = cluster_rank(C)
         vb = rank * (chunks * tpr)  # first vector of the row owned by this CTA
         buf = alloc_reduction_buffer(CT, tpr, rows, SLOTS)
@@ -131,11 +101,10 @@ def build(knobs: SoftmaxKnobs):
             if const_expr(HALF):
                 # packed max of the halves (exact; −inf padding never wins)
                 rw = cute.recast_tensor(rx, Uint32)
-                mp = Uint32(NEG2)
+                mp = Uint32(NEG_INF2[dt])
                 for c in cutlass.range_constexpr(chunks):
                     for e in cutlass.range_constexpr(vec // 2):
-                        mp = cute.arch.inline_ptx(MAX2, write_only_types=[Uint32],
-                                                  read_only_args=[mp, rw[e, c]])
+                        mp = packed_max(mp, rw[e, c], dt)
                 m = pair_max(mp, dt)  # each half read explicitly (see half_pairs)
             else:
                 for c in cutlass.range_constexpr(chunks):
@@ -157,7 +126,7 @@ def build(knobs: SoftmaxKnobs):
             for c in cutlass.range_constexpr(chunks):
                 v = vb + c * tpr + lane
                 if const_expr(HALF):
-                    opaque(rx, c, xv)  # re-widen from the packed words (no f32 copy kept)
+                    opaque_copy(rx, c, xv, WORDS)  # re-widen from the packed words
                 else:
                     xv.store(rx[None, c].load())
                 if is_log:
@@ -179,11 +148,7 @@ def build(knobs: SoftmaxKnobs):
             s = CT(0.0)
             if valid:
                 for v0 in cutlass.range(lane, nvec, tpr * U):
-                    for u in cutlass.range_constexpr(U):
-                        if v0 + u * tpr < nvec:
-                            cute.autovec_copy(gx[None, v0 + u * tpr], rx[None, u])
-                        else:
-                            rx[None, u].fill(NEG)
+                    load_batch(gx, rx, v0, tpr, U, nvec, NEG)
                     mb = m
                     for u in cutlass.range_constexpr(U):
                         for e in cutlass.range_constexpr(vec):
@@ -200,9 +165,7 @@ def build(knobs: SoftmaxKnobs):
             scale = CT(1.0) / st
             if valid:
                 for v0 in cutlass.range(lane, nvec, tpr * U):
-                    for u in cutlass.range_constexpr(U):
-                        if v0 + u * tpr < nvec:
-                            cute.autovec_copy(gx[None, v0 + u * tpr], rx[None, u])
+                    load_batch(gx, rx, v0, tpr, U, nvec, None)
                     if is_log:
                         for u in cutlass.range_constexpr(U):
                             for e in cutlass.range_constexpr(vec):
@@ -211,9 +174,7 @@ def build(knobs: SoftmaxKnobs):
                         for u in cutlass.range_constexpr(U):
                             for e in cutlass.range_constexpr(vec):
                                 rx[e, u] = T(exp_sub(CT(rx[e, u]), mlt) * scale)
-                    for u in cutlass.range_constexpr(U):
-                        if v0 + u * tpr < nvec:
-                            cute.autovec_copy(rx[None, u], gy[None, v0 + u * tpr])
+                    store_batch(rx, gy, v0, tpr, U, nvec)
 
     @cute.jit
     def launch(px: cute.Pointer, py: cute.Pointer, M: Int32, N: Int32, s1: Int32, s2: Int32,
@@ -230,7 +191,4 @@ def build(knobs: SoftmaxKnobs):
 def example_args(T, vec, nptr):
     """``nptr`` element pointers with the alignment the kernel may assume (16 bytes on the
     vector path, the element size otherwise)."""
-    from cutlass.cute.runtime import make_ptr
-
-    align = T.width // 8 * vec
-    return [make_ptr(T, 16, cute.AddressSpace.gmem, assumed_align=align) for _ in range(nptr)]
+    return [gmem_ptr(T, T.width // 8 * vec) for _ in range(nptr)]

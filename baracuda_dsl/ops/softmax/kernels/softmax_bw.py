@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Int32, Int64, Uint32, const_expr
+from cutlass import Int32, Int64, const_expr
 
 from ..specs.softmax import MODE_LOG, MODE_SOFTMAX, SLOTS, SOFTMAX_BW, SoftmaxKnobs
-from ....blocks.reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer,
-                                       cluster_publish, cluster_rank, compute_type, element_type,
-                                       load_batch, row_allreduce_sum2, row_offset)
-from .softmax import example_args
+from ....blocks.half_pairs import opaque_copy
+from ....blocks.reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_rank,
+                                       cluster_sum2, compute_type, element_type, load_batch,
+                                       row_allreduce_sum2, row_offset, row_thread)
 from ....blocks.softmax_base import exp_c
+from .softmax import example_args
 
 
 def build(knobs: SoftmaxKnobs):
@@ -59,17 +60,6 @@ def build(knobs: SoftmaxKnobs):
         return a, b
 
     @cute.jit
-    def opaque(src, u: cutlass.Constexpr, dst):
-        """dst ← src[:, u] through opaque 32-bit register moves, so the compiler re-converts
-        two-byte values from their packed words instead of keeping the first pass's f32
-        conversions alive across the reduction (which would double the register footprint)."""
-        sw = cute.recast_tensor(src, Uint32)
-        dw = cute.recast_tensor(dst, Uint32)
-        for i in cutlass.range_constexpr(WORDS):
-            dw[i] = cute.arch.inline_ptx("mov.b32 {$w0}, {$r0};", write_only_types=[Uint32],
-                                         read_only_args=[sw[i, u]])
-
-    @cute.jit
     def grads(rdy, ry, u: cutlass.Constexpr, rout, mode, a, v):
         """rout ← dx of register vector ``u`` (a = the row sum, v = Σ s·dy / Σ s)."""
         dv = cute.make_rmem_tensor(cute.make_layout(vec), CT)
@@ -77,8 +67,8 @@ def build(knobs: SoftmaxKnobs):
         if const_expr(PACKED):
             pd = cute.make_rmem_tensor(cute.make_layout(vec), T)
             py_ = cute.make_rmem_tensor(cute.make_layout(vec), T)
-            opaque(rdy, u, pd)
-            opaque(ry, u, py_)
+            opaque_copy(rdy, u, pd, WORDS)  # re-convert from the packed words (see half_pairs)
+            opaque_copy(ry, u, py_, WORDS)
             dv.store(pd.load().to(CT))
             yv.store(py_.load().to(CT))
         else:
@@ -98,11 +88,7 @@ def build(knobs: SoftmaxKnobs):
     def kernel(pdy: cute.Pointer, py: cute.Pointer, pdx: cute.Pointer, M: Int32, N: Int32,
                s1: Int32, s2: Int32, dy0: Int64, dy1: Int64, dy2: Int64, y0: Int64, y1: Int64,
                y2: Int64, dx0: Int64, dx1: Int64, dx2: Int64, mode: Int32):
-        tidx, _, _ = cute.arch.thread_idx()
-        bidx, _, _ = cute.arch.block_idx()
-        lane = tidx % tpr
-        rin = tidx // tpr
-        row = (bidx // C) * rows + rin
+        lane, rin, row = row_thread(tpr, rows, C)
         rank = cluster_rank(C)
         vb = rank * (chunks * tpr)
         buf = alloc_reduction_buffer(CT, tpr, rows, SLOTS)
@@ -135,16 +121,7 @@ def build(knobs: SoftmaxKnobs):
             cbuf = alloc_cluster_buffer(CT, rows, SLOTS, C)
             a, b = partials(rdy, ry, mode, chunks, a, b)
             a, b = row_allreduce_sum2(a, b, buf, tpr, 0, 1, rin, lane)
-            if const_expr(C > 1):
-                cluster_publish(a, cbuf, C, 0, rin, lane)
-                cluster_publish(b, cbuf, C, 1, rin, lane)
-                cute.arch.cluster_arrive()
-                cute.arch.cluster_wait()
-                a = cbuf[rin, 0, 0]
-                b = cbuf[rin, 1, 0]
-                for r in cutlass.range_constexpr(1, C):
-                    a = a + cbuf[rin, 0, r]
-                    b = b + cbuf[rin, 1, r]
+            a, b = cluster_sum2(a, b, cbuf, C, 0, 1, rin, lane)
             vv = a / b
             rout = cute.make_rmem_tensor(cute.make_layout(vec), T)
             for c in cutlass.range_constexpr(chunks):

@@ -29,9 +29,9 @@ from cutlass import Int32, Int64, const_expr
 
 from ..specs.softmax import SLOTS, SPARSEMAX_FW, SoftmaxKnobs
 from ....blocks.reduction_base import (alloc_reduction_buffer, compute_type, element_type,
-                                       row_allreduce_sum2, row_offset)
+                                       load_batch, row_allreduce_max, row_allreduce_sum2,
+                                       row_offset, row_thread, store_batch)
 from .softmax import example_args
-from ....blocks.softmax_base import row_allreduce_max
 
 
 def build(knobs: SoftmaxKnobs):
@@ -71,11 +71,7 @@ def build(knobs: SoftmaxKnobs):
             else:
                 if valid:
                     for v0 in cutlass.range(lane, nvec, tpr * U):
-                        for u in cutlass.range_constexpr(U):
-                            if v0 + u * tpr < nvec:
-                                cute.autovec_copy(gx[None, v0 + u * tpr], xf[None, u])
-                            else:
-                                xf[None, u].fill(NEG)
+                        load_batch(gx, xf, v0, tpr, U, nvec, NEG)
                         s, k = support(xf, U, tau, s, k)
             s, k = row_allreduce_sum2(s, k, buf, tpr, 2 * par, 2 * par + 1, rin, lane)
             # an empty support (only when max − 1 rounds to max, or a row of −inf) stops with
@@ -89,11 +85,7 @@ def build(knobs: SoftmaxKnobs):
     @cute.kernel
     def kernel(px: cute.Pointer, py: cute.Pointer, M: Int32, N: Int32, s1: Int32, s2: Int32,
                x0: Int64, x1: Int64, x2: Int64, y0: Int64, y1: Int64, y2: Int64, flags: Int32):
-        tidx, _, _ = cute.arch.thread_idx()
-        bidx, _, _ = cute.arch.block_idx()
-        lane = tidx % tpr
-        rin = tidx // tpr
-        row = bidx * rows + rin
+        lane, rin, row = row_thread(tpr, rows)
         buf = alloc_reduction_buffer(CT, tpr, rows, SLOTS)
         valid = row < M
         rr = row if valid else Int32(0)
@@ -142,15 +134,11 @@ def build(knobs: SoftmaxKnobs):
             tau = solve_tau(m, rx, gx, valid, nvec, N, buf, rin, lane)
             if valid:
                 for v0 in cutlass.range(lane, nvec, tpr * U):
-                    for u in cutlass.range_constexpr(U):
-                        if v0 + u * tpr < nvec:
-                            cute.autovec_copy(gx[None, v0 + u * tpr], rx[None, u])
+                    load_batch(gx, rx, v0, tpr, U, nvec, None)
                     for u in cutlass.range_constexpr(U):
                         for e in cutlass.range_constexpr(vec):
                             rx[e, u] = T(cutlass.max(CT(rx[e, u]) - tau, CT(0.0)))
-                    for u in cutlass.range_constexpr(U):
-                        if v0 + u * tpr < nvec:
-                            cute.autovec_copy(rx[None, u], gy[None, v0 + u * tpr])
+                    store_batch(rx, gy, v0, tpr, U, nvec)
 
     @cute.jit
     def launch(px: cute.Pointer, py: cute.Pointer, M: Int32, N: Int32, s1: Int32, s2: Int32,
