@@ -36,6 +36,14 @@ def build(knobs: RowNormKnobs):
     smem = ROW_NORM_BW.geometry(knobs).smem_bytes
     U = 2 if vec > 1 else 4  # loop mode: vectors per thread in flight per step
 
+    def saved_stats(pmean, prstd, rr):
+        """Trace-time helper: (mean, rstd) the forward saved for row ``rr`` (mean 0 for rms)."""
+        rstd = load_scalar(prstd, rr)
+        mean = CT(0.0)
+        if is_ln:
+            mean = load_scalar(pmean, rr)
+        return mean, rstd
+
     @cute.kernel
     def kernel(pdy: cute.Pointer, px: cute.Pointer, pw: cute.Pointer, pmean: cute.Pointer,
                prstd: cute.Pointer, pdx: cute.Pointer, pdwp: cute.Pointer, pdbp: cute.Pointer,
@@ -86,10 +94,7 @@ def build(knobs: RowNormKnobs):
                 rr = row if active else Int32(0)
                 gdy, gx, gdx = row_tensors(rr, s1, s2, lay, vec, (pdy, dy0, dy1, dy2),
                                            (px, x0, x1, x2), (pdx, dx0, dx1, dx2))
-                rstd = load_scalar(prstd, rr)
-                mean = CT(0.0)
-                if const_expr(is_ln):
-                    mean = load_scalar(pmean, rr)
+                mean, rstd = saved_stats(pmean, prstd, rr)
                 for c in cutlass.range_constexpr(chunks):
                     v = vb + c * tpr + lane
                     if active and v * vec < N:
@@ -166,10 +171,7 @@ def build(knobs: RowNormKnobs):
                 rr = row if active else Int32(0)
                 gdy, gx, gdx = row_tensors(rr, s1, s2, lay, vec, (pdy, dy0, dy1, dy2),
                                            (px, x0, x1, x2), (pdx, dx0, dx1, dx2))
-                rstd = load_scalar(prstd, rr)
-                mean = CT(0.0)
-                if const_expr(is_ln):
-                    mean = load_scalar(pmean, rr)
+                mean, rstd = saved_stats(pmean, prstd, rr)
                 s_gx = CT(0.0)
                 s_g = CT(0.0)
                 if active:
