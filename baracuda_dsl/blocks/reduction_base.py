@@ -216,6 +216,20 @@ def row_offset(row, s1, s2, st0, st1, st2):
 
 
 @cute.jit
+def load_slice(g, frag, vb, lane, tpr: cutlass.Constexpr, chunks: cutlass.Constexpr,
+               vec: cutlass.Constexpr, n, valid, fill: cutlass.Constexpr = 0.0):
+    """Register mode: frag[:, c] = g[:, vb + c·tpr + lane] for c < chunks — the vectors this
+    thread owns of its CTA's slice of the row (``vb``: the slice's first vector) — every load
+    issued at once; ``fill`` past the row's ``n`` elements or when the row is not ``valid``."""
+    for c in cutlass.range_constexpr(chunks):
+        v = vb + c * tpr + lane
+        if valid and v * vec < n:
+            cute.autovec_copy(g[None, v], frag[None, c])
+        else:
+            frag[None, c].fill(fill)
+
+
+@cute.jit
 def load_batch(g, frag, v0, tpr: cutlass.Constexpr, U: cutlass.Constexpr, nvec,
                fill: cutlass.Constexpr = 0.0):
     """frag[:, u] = g[:, v0 + u·tpr] for u < U: U independent loads in flight; vectors past

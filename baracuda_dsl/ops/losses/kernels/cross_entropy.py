@@ -35,7 +35,7 @@ from ..specs import cross_entropy as spec
 from ....blocks.half_pairs import NEG_INF2, packed_max, pair_max
 from ....blocks.reduction_base import (WARP, alloc_reduction_buffer, cluster_publish, cluster_rank,
                                        cluster_total2, compute_type, element_type, gmem_ptr,
-                                       load_batch, load_scalar, row_allreduce_max,
+                                       load_batch, load_scalar, load_slice, row_allreduce_max,
                                        row_allreduce_sum, row_allreduce_sum2, row_thread,
                                        store_batch)
 from ....blocks.softmax_base import cluster_online, exp_sub, fmax_c, safe_max
@@ -309,12 +309,7 @@ def _build_fw(knobs: spec.CrossEntropyKnobs):
             rv = cute.make_rmem_tensor(fl, T)
             rp = cute.make_rmem_tensor(fl, T)
             # every row load is issued before the (dependent) target reads of lane 0
-            for c in cutlass.range_constexpr(chunks):
-                v = vb + c * tpr + lane
-                if valid and v * vec < N:
-                    cute.autovec_copy(gx[None, v], rx[None, c])
-                else:
-                    rx[None, c].fill(0.0)
+            load_slice(gx, rx, vb, lane, tpr, chunks, vec, N, valid)
             if const_expr(aux):
                 # soft targets / class weights: issued with the row, consumed after it
                 for c in cutlass.range_constexpr(chunks):

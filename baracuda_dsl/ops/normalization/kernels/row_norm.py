@@ -20,7 +20,7 @@ from cutlass import Float64, Int32, Int64, const_expr
 from ..specs.row_norm import HAS_B, HAS_W, ROW_NORM_FW, SLOTS, WRITE_STATS, RowNormKnobs
 from ....blocks.reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer,
                                        cluster_exchange2, cluster_rank, cluster_sum, compute_type,
-                                       element_type, gmem_ptr, load_batch, load_scalar,
+                                       element_type, gmem_ptr, load_batch, load_scalar, load_slice,
                                        row_allreduce_sum, row_offset, row_thread, store_batch)
 
 
@@ -80,12 +80,7 @@ def build(knobs: RowNormKnobs):
             rx = cute.make_rmem_tensor(cute.make_layout((vec, chunks), stride=(1, vec)), T)
             rv = cute.make_rmem_tensor(cute.make_layout((vec, chunks), stride=(1, vec)), T)
             xf = cute.make_rmem_tensor(cute.make_layout((vec, chunks), stride=(1, vec)), CT)
-            for c in cutlass.range_constexpr(chunks):
-                v = vb + c * tpr + lane
-                if valid and v * vec < N:
-                    cute.autovec_copy(gx[None, v], rx[None, c])
-                else:
-                    rx[None, c].fill(0.0)
+            load_slice(gx, rx, vb, lane, tpr, chunks, vec, N, valid)
             s = CT(0.0)
             for c in cutlass.range_constexpr(chunks):
                 for e in cutlass.range_constexpr(vec):

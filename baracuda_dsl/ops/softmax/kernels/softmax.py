@@ -32,7 +32,8 @@ from cutlass import Int32, Int64, Uint32, const_expr
 from ..specs.softmax import LOG, SLOTS, SOFTMAX_FW, SoftmaxKnobs
 from ....blocks.reduction_base import (WARP, alloc_cluster_buffer, alloc_reduction_buffer,
                                        cluster_exchange2, cluster_rank, compute_type, element_type,
-                                       gmem_ptr, load_batch, row_offset, row_thread, store_batch)
+                                       gmem_ptr, load_batch, load_slice, row_offset, row_thread,
+                                       store_batch)
 from ....blocks.half_pairs import NEG_INF2, opaque_copy, packed_max, pair_max
 from ....blocks.softmax_base import (exp_sub, fmax_c, row_allreduce_online, safe_max,
                                      warp_online)
@@ -84,12 +85,7 @@ def build(knobs: SoftmaxKnobs):
             fl = cute.make_layout((vec, chunks), stride=(1, vec))
             rx = cute.make_rmem_tensor(fl, T)
             # every row load is issued first; only the (packed) inputs stay in registers
-            for c in cutlass.range_constexpr(chunks):
-                v = vb + c * tpr + lane
-                if valid and v * vec < N:
-                    cute.autovec_copy(gx[None, v], rx[None, c])
-                else:
-                    rx[None, c].fill(NEG)
+            load_slice(gx, rx, vb, lane, tpr, chunks, vec, N, valid, NEG)
             # the cluster's start-up barrier (peers' shared memory live before remote stores)
             # overlaps the loads in flight
             cbuf = alloc_cluster_buffer(CT, rows, SLOTS, C)

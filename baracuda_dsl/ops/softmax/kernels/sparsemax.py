@@ -29,8 +29,8 @@ from cutlass import Int32, Int64, const_expr
 
 from ..specs.softmax import SLOTS, SPARSEMAX_FW, SoftmaxKnobs
 from ....blocks.reduction_base import (alloc_reduction_buffer, compute_type, element_type,
-                                       load_batch, row_allreduce_max, row_allreduce_sum2,
-                                       row_offset, row_thread, store_batch)
+                                       load_batch, load_slice, row_allreduce_max,
+                                       row_allreduce_sum2, row_offset, row_thread, store_batch)
 from .softmax import example_args
 
 
@@ -97,12 +97,7 @@ def build(knobs: SoftmaxKnobs):
             gy = cute.make_tensor(py + offy, cute.make_layout((vec, nv), stride=(1, vec)))
             rx = cute.make_rmem_tensor(cute.make_layout((vec, chunks), stride=(1, vec)), T)
             xf = cute.make_rmem_tensor(cute.make_layout((vec, chunks), stride=(1, vec)), CT)
-            for c in cutlass.range_constexpr(chunks):
-                v = c * tpr + lane
-                if valid and v * vec < N:
-                    cute.autovec_copy(gx[None, v], rx[None, c])
-                else:
-                    rx[None, c].fill(NEG)
+            load_slice(gx, rx, 0, lane, tpr, chunks, vec, N, valid, NEG)
             m = CT(NEG)
             for c in cutlass.range_constexpr(chunks):
                 for e in cutlass.range_constexpr(vec):
