@@ -24,9 +24,6 @@ from .tensor import TensorView, as_view
 from .vocabulary import ArchSku, KernelSku, PlanPreference, Workspace
 
 
-_SELECT = object()
-
-
 class Plan:
     """Base class of every plan: one ``select`` and one ``run`` for all of them.
 
@@ -45,13 +42,11 @@ class Plan:
     #: the Descriptor type :meth:`select` accepts
     descriptor: type = object
 
-    def __init__(self, desc, pref: PlanPreference, sku=_SELECT):
+    def __init__(self, desc, pref: PlanPreference):
         self.desc = desc
         self.pref = pref
-        if sku is _SELECT:      # (a third argument: the older per-plan select styles)
-            self._arch = plan_arch(pref)
-            sku = None
-        self._sku: Optional[KernelSku] = sku
+        self._arch = plan_arch(pref)
+        self._sku: Optional[KernelSku] = None
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -115,9 +110,6 @@ class Plan:
         return False
 
     def _bind(self, args):
-        if type(self).can_implement is not Plan.can_implement:   # older plans: checks only
-            self.can_implement(args)
-            return args
         raise NotImplementedError
 
     def _launch(self, bound, stream: int, ws: Workspace) -> None:
@@ -151,59 +143,6 @@ def resolve_pref(pref: Optional[PlanPreference]) -> PlanPreference:
     if not isinstance(pref, PlanPreference):
         raise InvalidProblemError(f"pref must be a PlanPreference, got {type(pref).__name__}")
     return pref
-
-
-def check_select(desc, pref: Optional[PlanPreference], desc_type, who: str,
-                 article: str = "a") -> PlanPreference:
-    """The checks every ``select`` opens with: the resolved preference, after requiring
-    ``desc`` to be a ``desc_type`` (InvalidProblemError "``who`` needs ``article``
-    ``desc_type``, got ...")."""
-    pref = resolve_pref(pref)
-    if not isinstance(desc, desc_type):
-        raise InvalidProblemError(f"{who} needs {article} {desc_type.__name__}, got "
-                                  f"{type(desc).__name__}")
-    return pref
-
-
-def new_plan(cls, desc, pref: PlanPreference, arch_of):
-    """A bare ``cls(desc, pref, None)`` (SKU set later by the caller) with ``_arch`` =
-    ``arch_of(pref)``: the caller passes its module's :func:`plan_arch`, so that a test which
-    swaps that module attribute still reaches every plan of the module."""
-    plan = cls(desc, pref, None)
-    plan._arch = arch_of(pref)
-    return plan
-
-
-def begin_select(cls, desc, pref: Optional[PlanPreference], desc_type, arch_of,
-                 who: Optional[str] = None, article: str = "a"):
-    """:func:`check_select` then :func:`new_plan`: the plan a ``select`` goes on to fill in
-    (``who`` defaults to ``cls.__name__``)."""
-    pref = check_select(desc, pref, desc_type, who or cls.__name__, article)
-    return new_plan(cls, desc, pref, arch_of)
-
-
-class ViewsPlan(Plan):
-    """Shared Args path of plans whose ``_views(args)`` checks the Args and returns the views
-    that ``_run_views(*views, stream)`` launches on; empty when ``self._n == 0``."""
-
-    def is_empty(self) -> bool:
-        return self._n == 0
-
-    def can_implement(self, args) -> None:
-        self._views(args)
-
-    def run(self, args, stream=None, workspace=None) -> None:
-        views = self._views(args)
-        self.check_workspace(workspace)
-        if self.is_empty():
-            return
-        self._run_views(*views, stream_handle(stream))
-
-    def _views(self, args):
-        raise NotImplementedError
-
-    def _run_views(self, *views_and_stream) -> None:
-        raise NotImplementedError
 
 
 def plan_arch(pref: PlanPreference) -> ArchSku:

@@ -2,14 +2,14 @@
 the plans' tuning (``baracuda_dsl.CrossEntropyTuning``: ``wide_half_above``,
 ``prefer_cluster_above``, ``loop_above``, ``ladder``).  Usage (GPU host)::
 
-    python3 benchmarks/sweep_cross_entropy.py [--mode plain|smooth] [--top 6] [--quick]
+    python3 -m benchmarks.sweep_cross_entropy [--mode plain|smooth] [--top 6] [--quick]
 
 Candidates per shape (all inside the template's SKU space, so prebuild has them): the register
 buckets that hold the row (up to 4× its length), the f16/bf16 "wide" buckets (half the threads,
 twice the elements per thread), on sm90a the cluster ladder and the wide clusters, and the
 vectorised loop.  Each candidate runs through the real plan (selected with
 ``PlanPreference(tuning=TUNING)``; its pick is the "default") with its kernel choice overridden
-(``plan._knobs``), is checked against torch float64 and timed like bench_losses.py (bytes =
+(``plan._knobs``), is checked against torch float64 and timed like benchmarks/losses.py (bytes =
 logits + targets + per-row losses, reduction none).  The last lines print the tuning values the
 data supports.
 """
@@ -17,12 +17,7 @@ data supports.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness as H  # noqa: E402
+from . import harness as H
 
 CASES = [(32768, 4096, "bfloat16"), (16384, 8192, "bfloat16"), (16384, 16384, "bfloat16"),
          (8192, 32768, "bfloat16"), (4096, 65536, "bfloat16"), (2048, 131072, "bfloat16"),

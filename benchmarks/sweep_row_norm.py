@@ -1,10 +1,10 @@
 """Developer tool: time every prebuilt SKU of the row-norm templates that can serve a shape, to
 choose the plans' tuning (``baracuda_dsl.RowNormTuning``: the sm90a cluster ladders).  Usage (GPU
-host): ``python3 benchmarks/sweep_row_norm.py``.
+host): ``python3 -m benchmarks.sweep_row_norm``.
 
 Each candidate is run through the real plan (selected with ``PlanPreference(tuning=TUNING)``)
 with its kernel choice overridden, checked against torch (float64) and timed with the same
-batched CUDA-event method as bench_norms.py; ``*`` marks the plan's own pick under ``TUNING``.
+batched CUDA-event method as benchmarks/normalization.py; ``*`` marks the plan's own pick under ``TUNING``.
 To adopt a result, change the defaults of ``RowNormTuning`` (ops/normalization/row_norm.py).
 """
 
@@ -18,7 +18,8 @@ import torch
 import baracuda_dsl as bd
 from baracuda_dsl.common.rows import RowGeometry
 from baracuda_dsl.ops.normalization.specs import row_norm as spec
-from bench_norms import copy_bandwidth, n_sets, time_ms
+from .harness import n_sets, time_ms
+from .normalization import copy_bandwidth
 
 
 #: the tuning record the plans are selected with (edit to try another ladder)

@@ -1,11 +1,11 @@
 """Developer tool: time every prebuilt softmax SKU that can serve a wide-row shape, to choose the
 forward's row-length ladder (single CTA vs cluster, full vs half-size slices) from data.
-Usage (GPU host): ``python3 benchmarks/sweep_softmax.py [--which fw,bw] [--quick]``.
+Usage (GPU host): ``python3 -m benchmarks.sweep_softmax [--which fw,bw] [--quick]``.
 
 Each candidate runs through the real plan (selected with ``PlanPreference(tuning=TUNING)``)
 with its kernel choice overridden (``plan._knobs``; the plan's launch records are reset), is
 checked once against torch (float64; err column) and timed with the batched CUDA-event method of
-bench_softmax.py (harness.bench), rotating through enough input sets to stay out of L2.
+benchmarks/softmax.py (harness.bench), rotating through enough input sets to stay out of L2.
 Candidates: the vectorised register buckets that hold the row, every cluster SKU (full and
 half-size slices: ``ops/softmax/specs/softmax.py`` FW_ROWS / BW_ROWS ``clusters``, all in the
 prebuilt space) and the vectorised loop SKU.  The plan's pick under ``TUNING`` is marked ``*``.
@@ -17,12 +17,7 @@ To adopt a result, change the defaults of ``baracuda_dsl.SoftmaxTuning`` (ops/so
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import harness as H  # noqa: E402
+from . import harness as H
 
 CASES = [(32768, 4096, "bfloat16"), (8192, 32768, "bfloat16"), (4096, 65536, "bfloat16"),
          (2048, 131072, "bfloat16"), (512, 262144, "bfloat16"), (32768, 4096, "float32"),

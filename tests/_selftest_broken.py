@@ -1,6 +1,7 @@
 """Test-only family ``selftest_broken``: a template whose compiles always fail (prebuild
 failure reporting)."""
 
+from _selftest_knobs import SelftestKnobs
 from baracuda_dsl.jit import KernelTemplate, LaunchGeometry, params, register
 
 FAMILY = "selftest_broken"
@@ -12,6 +13,7 @@ SELFTEST_BAD_ABI = register(KernelTemplate(
     family="selftest_broken",
     module="_selftest_kernel",
     params=params("x:ptr y:ptr n:i64 s:f32"),
-    space=lambda: [dict(dtype="f32", threads=128)],
-    geometry=lambda k: LaunchGeometry(threads=int(k["threads"])),
+    space=lambda: [SelftestKnobs("f32", 128)],
+    knobs=SelftestKnobs,
+    geometry=lambda k: LaunchGeometry(threads=k.threads),
 ))

@@ -9,9 +9,9 @@ import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64
 
 
-def build(knobs: dict):
-    T = getattr(cutlass, {"f32": "Float32", "f16": "Float16"}[knobs["dtype"]])
-    THREADS = int(knobs["threads"])
+def build(knobs):
+    T = getattr(cutlass, {"f32": "Float32", "f16": "Float16"}[knobs.dtype])
+    THREADS = knobs.threads
 
     @cute.kernel
     def kernel(px: cute.Pointer, py: cute.Pointer, n: Int32, s: Float32):

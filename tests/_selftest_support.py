@@ -66,12 +66,13 @@ def plain_template(name="selftest_plain", module="_selftest_kernel", spec="x:ptr
                    space=None):
     """An unregistered template over the test kernel (enough for the cache, which only needs its
     name, SKU ids and source hash)."""
+    from _selftest_knobs import SelftestKnobs
     from baracuda_dsl.jit import KernelTemplate, LaunchGeometry, params
 
-    space = space or [dict(dtype="f32", threads=128), dict(dtype="f16", threads=64)]
+    space = space or [SelftestKnobs("f32", 128), SelftestKnobs("f16", 64)]
     return KernelTemplate(name=name, family="selftest", module=module, params=params(spec),
-                          space=lambda: list(space),
-                          geometry=lambda k: LaunchGeometry(threads=int(k["threads"])))
+                          space=lambda: list(space), geometry=lambda k: LaunchGeometry(k.threads),
+                          knobs=SelftestKnobs)
 
 
 def cache_writer(root: str, marker0: int, n: int) -> None:

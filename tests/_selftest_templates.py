@@ -3,6 +3,7 @@ in a process when this module is imported; spawned compiler workers and CLI subp
 through ``BARACUDA_DSL_TEMPLATE_MODULES=_selftest_templates`` with ``tests/`` on ``PYTHONPATH``
 (see ``_selftest_support.selftest_templates``)."""
 
+from _selftest_knobs import SelftestKnobs
 from baracuda_dsl.jit import KernelTemplate, LaunchGeometry, params, register
 
 MODULE = "_selftest_templates"
@@ -13,7 +14,8 @@ SELFTEST = register(KernelTemplate(
     family=FAMILY,
     module="_selftest_kernel",
     params=params("x:ptr y:ptr n:i32 s:f32"),
-    space=lambda: [dict(dtype="f32", threads=128), dict(dtype="f16", threads=64)],
-    geometry=lambda k: LaunchGeometry(threads=int(k["threads"])),
+    space=lambda: [SelftestKnobs("f32", 128), SelftestKnobs("f16", 64)],
+    knobs=SelftestKnobs,
+    geometry=lambda k: LaunchGeometry(threads=k.threads),
 ))
 

@@ -75,7 +75,7 @@ class KernelTemplate:
                   when SKUs of the template take different parameters (see :meth:`abi`)
     ``space``     callable returning every SKU's knobs
     ``geometry``  callable knobs -> LaunchGeometry
-    ``knobs``     the frozen dataclass type of this template's knobs (None: plain dicts)
+    ``knobs``     the frozen dataclass type of this template's knobs
     ``arch_ok``   optional callable (knobs, arch value) -> bool: SKUs that only exist on some
                   arches (thread-block clusters need sm90a)
 
@@ -91,10 +91,17 @@ class KernelTemplate:
     params: Union[Tuple[Param, ...], Callable[[Any], Tuple[Param, ...]]]
     space: Callable[[], Iterable[Any]]
     geometry: Callable[[Any], LaunchGeometry]
-    knobs: Optional[type] = None
+    knobs: type = None
     arch_ok: Optional[Callable[[Any, str], bool]] = None
     spec: str = ""
     _hash: list = field(default_factory=list, compare=False, repr=False)
+
+    def __post_init__(self):
+        kt = self.knobs
+        if not (isinstance(kt, type) and dataclasses.is_dataclass(kt)
+                and kt.__dataclass_params__.frozen):
+            raise TypeError(f"template {self.name}: knobs must be a frozen dataclass type, "
+                            f"got {kt!r}")
 
     def skus(self, arch: Optional[str] = None) -> Tuple[Knobs, ...]:
         """Every SKU (as frozen knobs) of this template's declared space, optionally only those
@@ -107,8 +114,8 @@ class KernelTemplate:
         return self.params(knobs) if callable(self.params) else self.params
 
     def thaw(self, knobs: Knobs):
-        """The knobs object of a frozen SKU (an instance of :attr:`knobs`, or a dict)."""
-        return dict(knobs) if self.knobs is None else self.knobs(**dict(knobs))
+        """The knobs object (an instance of :attr:`knobs`) of a frozen SKU."""
+        return self.knobs(**dict(knobs))
 
     def source_modules(self) -> Tuple[str, ...]:
         """The kernel module and the modules of its package it imports, transitively."""
