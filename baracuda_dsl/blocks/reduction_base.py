@@ -266,10 +266,3 @@ def load_scalar(ptr, index):
     """Trace-time helper: ``ptr[index]`` for a scalar in global memory."""
     return cute.make_tensor(ptr + Int64(index), cute.make_layout(1))[0]
 
-
-def gmem_ptr(dtype, align: int):
-    """Trace-time helper: an example global-memory pointer of ``dtype`` assumed ``align``-byte
-    aligned (``cute.compile``'s example arguments: the alignment a kernel may assume)."""
-    from cutlass.cute.runtime import make_ptr
-
-    return make_ptr(dtype, 16, cute.AddressSpace.gmem, assumed_align=align)

@@ -241,9 +241,9 @@ def test_info_without_gpu_reports_everything(tmp_path, monkeypatch):
     assert lines["cached entries"].startswith("sm80: 2 (of ")
     assert "sm89: 1 (of " in lines["cached entries"] and "sm90a: 0 (of " in lines["cached entries"]
     assert lines["JIT on cache miss"].startswith("disabled")
-    from conftest import HAS_GPU
+    from baracuda_dsl.runtime import has_gpu
 
-    if not HAS_GPU:
+    if not has_gpu():
         assert lines["GPUs"].startswith("none visible")
     r2 = cli("info", BARACUDA_DSL_CACHE_DIR=str(tmp_path / "nothing"))
     assert r2.returncode == 0

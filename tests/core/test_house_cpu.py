@@ -58,6 +58,20 @@ def test_specs_and_plans_never_import_kernels():
     assert not bad, "\n".join(bad)
 
 
+def test_kernels_share_code_only_through_blocks():
+    """A kernel module imports its own family's specs and kernels, ``baracuda_dsl.blocks`` and
+    the leaf modules, never another family's kernels; ``blocks`` import no op family."""
+    bad = []
+    for mod, deps in G.graph().items():
+        if ".kernels." in mod and mod.startswith("baracuda_dsl.ops."):
+            fam = mod.split(".")[2]
+            bad += [f"{mod} -> {d}" for d in deps
+                    if d.startswith("baracuda_dsl.ops.") and d.split(".")[2] != fam]
+        elif mod.startswith("baracuda_dsl.blocks"):
+            bad += [f"{mod} -> {d}" for d in deps if d.startswith("baracuda_dsl.ops")]
+    assert not bad, "\n".join(bad)
+
+
 def test_no_import_cycles():
     cyc = G.cycles(G.graph())
     assert not cyc, "\n".join(" <-> ".join(c) for c in cyc)

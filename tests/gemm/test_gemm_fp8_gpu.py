@@ -153,12 +153,12 @@ def test_tiles(tile):
     knobs = dict(plan.sku().knobs)
     if tile is None:
         # sm90a: m > 16 runs the wgmma kernel (128x128: < one wave of 128x256 tiles)
-        assert (plan.sku().template, knobs.tile) == (
+        assert (plan.sku().template, knobs["tile"]) == (
             ("gemm_sm90", "128x128") if _hopper(torch) else ("gemm_fp8", "64x64"))
     elif tile.startswith("wgmma"):
-        assert plan.sku().template == "gemm_sm90" and knobs.tile == tile[5:]
+        assert plan.sku().template == "gemm_sm90" and knobs["tile"] == tile[5:]
     else:
-        assert plan.sku().template == "gemm_fp8" and knobs.tile == tile
+        assert plan.sku().template == "gemm_fp8" and knobs["tile"] == tile
 
 
 @pytest.mark.parametrize("tile", ["64x64", "128x128", "wgmma128x128", "wgmma128x256"])

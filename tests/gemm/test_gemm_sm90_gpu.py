@@ -139,7 +139,7 @@ def test_cluster_multicast(b_t):
                   epilogue=("identity", "bias_gelu")[i % 2], beta=(0.0, 0.5)[i % 2], seed=i)
         assert kn.cluster == 2 and kn.tile == "128x256"
     # an m-major a has no cluster SKU: the 1-CTA 128x256 SKU serves it
-    assert _run(300, 200, 100, "bfloat16", a_t=True, tile="wgmma128x256c2")["cluster"] == 1
+    assert _run(300, 200, 100, "bfloat16", a_t=True, tile="wgmma128x256c2").cluster == 1
 
 
 #: operand layouts of the kernel's SKUs: dtype, k-major, rows, k, ld, tile rows, block k, mcast

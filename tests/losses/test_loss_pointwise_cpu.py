@@ -161,6 +161,8 @@ def _np_max(a, b):
 
 @pytest.fixture
 def host_table(monkeypatch):
+    """The loss formulas (a kernel module: it imports the DSL) evaluated on numpy arrays."""
+    pytest.importorskip("cutlass")
     from baracuda_dsl.ops.losses.kernels import loss_pointwise_bw as lb
 
     monkeypatch.setattr(lb, "M", _NpMath)

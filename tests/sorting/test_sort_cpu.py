@@ -216,7 +216,7 @@ def emulate_select(keys, n, k, bits, kb):
     digits, then position digits j >> 8, j & 255 — skipped like the kernel when top-k takes
     every tie (Tj = NMAX) or kthvalue has one tie) with the kernel's prefix match / bin scan;
     returns (Tk, Tj, survivors sorted by the bitonic network or None for kb = 0)."""
-    from baracuda_dsl.ops.sorting.kernels.sort_select import NMAX, select_passes
+    NMAX, select_passes = spec.SELECT_MAX_N, spec.select_passes
 
     full = (1 << bits) - 1
     kv = np.full(NMAX, full, np.uint64)

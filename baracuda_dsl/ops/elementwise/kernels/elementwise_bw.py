@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
+from ....blocks import scalar_math as sm
 from . import elementwise_ops as ew
-from .elementwise_ops import M, and_, gelu, relu, sel, sigmoid, silu
+from ....blocks.scalar_math import M, and_, gelu, relu, sel, sigmoid, silu
 
 _SQRT1_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
@@ -31,7 +32,7 @@ def _gelu_d(x):
 def _gelu_tanh_d(x):
     """d/dx x·σ(2z) = σ(2z) + x·2σ(2z)(1 − σ(2z))·z'   (z' = √(2/π)(1 + 3·0.044715x²))."""
     t = type(x)
-    s = sigmoid(t(2.0) * ew.gelu_tanh_z(x))
+    s = sigmoid(t(2.0) * sm.gelu_tanh_z(x))
     dz = t(math.sqrt(2.0 / math.pi)) * (t(1.0) + t(3.0 * 0.044715) * x * x)
     return s + x * t(2.0) * s * (t(1.0) - s) * dz
 
@@ -43,7 +44,7 @@ def _silu_d(x):
 
 def _mish_d(x):
     t = type(x)
-    sp = ew.softplus(x, t(1.0), t(20.0))
+    sp = sm.softplus(x, t(1.0), t(20.0))
     th = M.tanh(sp)
     return th + x * (t(1.0) - th * th) * sigmoid(x)
 
@@ -66,12 +67,12 @@ def _step(cond, t):
 def _logit_d(cx, x):
     eps = cx.p[0]
     g = cx.c(1.0) / (x * (cx.c(1.0) - x))
-    out = and_(eps >= cx.c(0.0), ew.or_(x < eps, x > cx.c(1.0) - eps))
+    out = and_(eps >= cx.c(0.0), sm.or_(x < eps, x > cx.c(1.0) - eps))
     return sel(out, cx.c(0.0), g)
 
 
 BACKWARD = {
-    "abs_bw": _d(lambda cx, x: ew.fsign(x) * _step(x == x, cx.ct)),
+    "abs_bw": _d(lambda cx, x: sm.fsign(x) * _step(x == x, cx.ct)),
     "negative_bw": lambda cx, dy, x: (-dy,),
     "square_bw": _d(lambda cx, x: cx.c(2.0) * x),
     "sign_bw": _d(lambda cx, x: cx.c(0.0)),
@@ -123,9 +124,9 @@ BACKWARD = {
     "erf_bw": _d(lambda cx, x: cx.c(2.0 / math.sqrt(math.pi)) * M.exp(-x * x)),
     "erfc_bw": _d(lambda cx, x: cx.c(-2.0 / math.sqrt(math.pi)) * M.exp(-x * x)),
     "erfinv_bw": _d(lambda cx, x: cx.c(math.sqrt(math.pi) / 2.0) * M.exp(
-        ew.erfinv(x) * ew.erfinv(x))),
-    "lgamma_bw": _d(lambda cx, x: ew.digamma(x)),
-    "digamma_bw": _d(lambda cx, x: ew.trigamma(x)),
+        sm.erfinv(x) * sm.erfinv(x))),
+    "lgamma_bw": _d(lambda cx, x: sm.digamma(x)),
+    "digamma_bw": _d(lambda cx, x: sm.trigamma(x)),
     "softsign_bw": _d(lambda cx, x: cx.c(1.0) / ((cx.c(1.0) + M.absf(x)) *
                                                  (cx.c(1.0) + M.absf(x)))),
     "tanhshrink_bw": _d(lambda cx, x: M.tanh(x) * M.tanh(x)),
@@ -143,10 +144,10 @@ BACKWARD = {
         sel(a == cx.c(0.0), sel(b >= cx.c(0.0), cx.c(0.0), dy * M.pow(a, b) * M.log(a)),
             dy * M.pow(a, b) * M.log(a))),
     "atan2_bw": lambda cx, dy, a, b: (dy * b / (a * a + b * b), -dy * a / (a * a + b * b)),
-    "hypot_bw": lambda cx, dy, a, b: (dy * a / ew.hypot(a, b), dy * b / ew.hypot(a, b)),
+    "hypot_bw": lambda cx, dy, a, b: (dy * a / sm.hypot(a, b), dy * b / sm.hypot(a, b)),
     "logaddexp_bw": lambda cx, dy, a, b: (dy * sigmoid(a - b), dy * sigmoid(b - a)),
     "copysign_bw": lambda cx, dy, a, b: (
-        sel(a == cx.c(0.0), cx.c(0.0), dy * ew.fsign(a) * M.copysign(cx.c(1.0), b)),
+        sel(a == cx.c(0.0), cx.c(0.0), dy * sm.fsign(a) * M.copysign(cx.c(1.0), b)),
         cx.c(0.0) * dy),
     "maximum_bw": lambda cx, dy, a, b: (
         dy * sel(a > b, cx.c(1.0), sel(a == b, cx.c(0.5), cx.c(0.0))),
@@ -155,7 +156,7 @@ BACKWARD = {
         dy * sel(a < b, cx.c(1.0), sel(a == b, cx.c(0.5), cx.c(0.0))),
         dy * sel(b < a, cx.c(1.0), sel(a == b, cx.c(0.5), cx.c(0.0)))),
     "floor_divide_bw": lambda cx, dy, a, b: (cx.c(0.0) * dy, cx.c(0.0) * dy),
-    "remainder_bw": lambda cx, dy, a, b: (dy, -dy * ew.fdivmod(a, b)[0]),
+    "remainder_bw": lambda cx, dy, a, b: (dy, -dy * sm.fdivmod(a, b)[0]),
     "prelu_bw": lambda cx, dy, x, w: (sel(x > cx.c(0.0), dy, w * dy),
                                       sel(x > cx.c(0.0), cx.c(0.0), dy * x)),
     "glu_bw": lambda cx, dy, a, b: (dy * sigmoid(b),

@@ -20,7 +20,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
-from ...shape.kernels.words import WORD, example_args, gmem_ptr, groups, split_stream
+from ....blocks.gmem import WORD, example_args, gmem_ptr, groups, split_stream
 from ..specs.indexing import AXIS_THREADS as THREADS, GatherAxisKnobs
 
 ELEM = {"f32": cutlass.Float32, "f64": cutlass.Float64, "f16": cutlass.Float16,

@@ -20,7 +20,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
-from ...shape.kernels.words import WORD, example_args, gmem_ptr, split_stream
+from ....blocks.gmem import WORD, example_args, gmem_ptr, split_stream
 from ..specs.indexing import ROW_ILP as ILP, ROW_THREADS as THREADS, IndexRowsKnobs
 
 

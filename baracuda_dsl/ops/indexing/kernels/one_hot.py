@@ -15,7 +15,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
-from ...shape.kernels.words import WORD, example_args, gmem_ptr, groups, split_stream
+from ....blocks.gmem import WORD, example_args, gmem_ptr, groups, split_stream
 from ..specs.indexing import HOT_THREADS as THREADS, OneHotKnobs
 
 

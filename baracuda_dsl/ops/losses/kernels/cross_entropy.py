@@ -34,10 +34,11 @@ from cutlass import Float32, Float64, Int32, Int64, Uint32, const_expr
 from ..specs import cross_entropy as spec
 from ....blocks.half_pairs import NEG_INF2, packed_max, pair_max
 from ....blocks.reduction_base import (WARP, alloc_reduction_buffer, cluster_publish, cluster_rank,
-                                       cluster_total2, compute_type, element_type, gmem_ptr,
-                                       load_batch, load_scalar, load_slice, row_allreduce_max,
+                                       cluster_total2, compute_type, element_type, load_batch,
+                                       load_scalar, load_slice, row_allreduce_max,
                                        row_allreduce_sum, row_allreduce_sum2, row_thread,
                                        store_batch)
+from ....blocks.gmem import gmem_ptr
 from ....blocks.softmax_base import cluster_online, exp_sub, fmax_c, safe_max
 
 LOG2E = 1.0 / math.log(2.0)

@@ -20,9 +20,10 @@ from cutlass import Float64, Int32, Int64, const_expr
 
 from ..specs import cross_entropy as spec
 from .cross_entropy import exp_off, read_target, set_status
-from ....blocks.reduction_base import (alloc_reduction_buffer, compute_type, element_type, gmem_ptr,
+from ....blocks.reduction_base import (alloc_reduction_buffer, compute_type, element_type,
                                        load_batch, load_scalar, row_allreduce_sum, row_thread,
                                        store_batch)
+from ....blocks.gmem import gmem_ptr
 
 
 def build(knobs: spec.CrossEntropyKnobs):

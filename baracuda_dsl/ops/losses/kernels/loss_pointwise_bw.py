@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from ...elementwise.kernels.elementwise_ops import M, maximum, sel, sigmoid
+from ....blocks.scalar_math import M, maximum, sel, sigmoid
 
 NAN = float("nan")
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)

@@ -23,7 +23,8 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
 from ..specs.channel_norm import PARTIAL_THREADS, ChannelVecKnobs
-from ....blocks.reduction_base import WARP, compute_type, element_type, gmem_ptr
+from ....blocks.reduction_base import WARP, compute_type, element_type
+from ....blocks.gmem import gmem_ptr
 
 
 def chan_merge(n_a, m_a, q_a, n_b, m_b, q_b, CT):

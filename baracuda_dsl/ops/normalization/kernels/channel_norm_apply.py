@@ -19,7 +19,8 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
 from ..specs.channel_norm import APPLY_THREADS, APPLY_UNROLL, ChannelVecKnobs
-from ....blocks.reduction_base import compute_type, element_type, gmem_ptr
+from ....blocks.reduction_base import compute_type, element_type
+from ....blocks.gmem import gmem_ptr
 
 
 def build(knobs: ChannelVecKnobs):

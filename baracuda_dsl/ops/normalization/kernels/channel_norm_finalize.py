@@ -27,7 +27,8 @@ from cutlass import Float64, Int32, Int64, const_expr
 from ..specs.channel_norm import (ENTRIES, FINALIZE_THREADS, HAS_B, HAS_W, TRAINING, UPDATE_RUNNING,
                                   WANT_DB, WANT_DW, ChannelFinalizeKnobs)
 from .channel_norm import chan_merge
-from ....blocks.reduction_base import compute_type, element_type, gmem_ptr
+from ....blocks.reduction_base import compute_type, element_type
+from ....blocks.gmem import gmem_ptr
 
 
 def build(knobs: ChannelFinalizeKnobs):

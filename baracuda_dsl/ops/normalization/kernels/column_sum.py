@@ -13,7 +13,8 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64
 
 from ..specs.row_norm import COLSUM_COLS as COLS, COLSUM_GROUPS as GROUPS, ColumnSumKnobs
-from ....blocks.reduction_base import compute_type, element_type, gmem_ptr
+from ....blocks.reduction_base import compute_type, element_type
+from ....blocks.gmem import gmem_ptr
 
 
 def build(knobs: ColumnSumKnobs):

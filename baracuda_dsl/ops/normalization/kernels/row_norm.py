@@ -20,8 +20,9 @@ from cutlass import Float64, Int32, Int64, const_expr
 from ..specs.row_norm import HAS_B, HAS_W, ROW_NORM_FW, SLOTS, WRITE_STATS, RowNormKnobs
 from ....blocks.reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer,
                                        cluster_exchange2, cluster_rank, cluster_sum, compute_type,
-                                       element_type, gmem_ptr, load_batch, load_scalar, load_slice,
+                                       element_type, load_batch, load_scalar, load_slice,
                                        row_allreduce_sum, row_offset, row_thread, store_batch)
+from ....blocks.gmem import gmem_ptr
 
 
 @cute.jit

@@ -21,8 +21,9 @@ from cutlass import Int32, Int64, const_expr
 from ..specs.row_norm import HAS_W, ROW_NORM_BW, SLOTS, WANT_DW, RowNormKnobs
 from ....blocks.reduction_base import (alloc_cluster_buffer, alloc_reduction_buffer, cluster_rank,
                                        cluster_sum, cluster_sum2, compute_type, element_type,
-                                       gmem_ptr, load_batch, load_scalar, row_allreduce_sum,
+                                       load_batch, load_scalar, row_allreduce_sum,
                                        row_allreduce_sum2, row_tensors, store_batch)
+from ....blocks.gmem import gmem_ptr
 
 
 def build(knobs: RowNormKnobs):

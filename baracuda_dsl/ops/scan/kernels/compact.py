@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Int32, Int64, Uint64, const_expr
+from cutlass import Int32, Int64, Uint64
 
 from ..specs.scan import COMPACT_ITEMS, COMPACT_THREADS
-from ...sorting.kernels.sort_common import block_exclusive_scan, gload, gstore
+from ....blocks.block_scan import block_exclusive_scan
+from ....blocks.gmem import gload, gstore
 
 WORD = {1: cutlass.Uint8, 2: cutlass.Uint16, 4: cutlass.Uint32, 8: cutlass.Uint64}
 

@@ -29,9 +29,9 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
 from ..specs.scan import COL_ILP, COL_THREADS, EXCLUSIVE, REVERSE, ROW_ELEMS_SCALAR, THREADS
-from ...elementwise.kernels.elementwise_ops import sel
+from ....blocks.scalar_math import sel
 from .scan_ops import make, select_state
-from ...sorting.kernels.sort_common import gload, gstore, row_offset7
+from ....blocks.gmem import gload, gstore, row_offset7
 
 WARP = 32
 

@@ -35,7 +35,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Float64, Int64, Uint64
 
-from ...elementwise.kernels.elementwise_ops import isnan, sel
+from ....blocks.scalar_math import isnan, sel
 
 M = cute.math
 INF = float("inf")

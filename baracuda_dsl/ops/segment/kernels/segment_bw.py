@@ -15,7 +15,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
-from ...shape.kernels.words import example_args, gmem_ptr, split_stream
+from ....blocks.gmem import example_args, gmem_ptr, split_stream
 from ..specs.segment import THREADS, SegmentBwKnobs, acc_of
 from .common import ELEMENT, load1
 

@@ -21,7 +21,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Float64, Int32, Int64
 
-from ...shape.kernels.words import example_args, gmem_ptr, split_stream
+from ....blocks.gmem import example_args, gmem_ptr, split_stream
 from ..specs.segment import (PREP_THREADS as THREADS, SegmentBagKnobs, SegmentKeysKnobs,
                              SegmentOffsetsKnobs)
 from .common import clamped_range, load1, sel

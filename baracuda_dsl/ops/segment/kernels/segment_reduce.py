@@ -22,7 +22,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64
 
-from ...shape.kernels.words import example_args, gmem_ptr, split_stream
+from ....blocks.gmem import example_args, gmem_ptr, split_stream
 from ..specs.segment import (F_ACC, F_ARGIN, F_ARGOUT, F_KEYS, F_PAD_ROW, F_PAD_SEG, F_PERM,
                              F_STATUS, F_W, F_WRAP, F_ZERO_EMPTY, THREADS, SegmentReduceKnobs,
                              acc_of)

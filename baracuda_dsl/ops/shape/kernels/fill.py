@@ -12,7 +12,7 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64
 
 from ..specs.layout import FILL_ILP as ILP, FILL_THREADS as THREADS, FillKnobs
-from .words import WORD, example_args, gmem_ptr, groups, split_stream
+from ....blocks.gmem import WORD, example_args, gmem_ptr, groups, split_stream
 
 
 def build(knobs: FillKnobs):

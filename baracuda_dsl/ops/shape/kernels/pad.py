@@ -27,7 +27,7 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
 from ..specs.remap import THREADS, RemapKnobs, ilp_for
-from .words import WORD, example_args, gmem_ptr, groups, split_stream
+from ....blocks.gmem import WORD, example_args, gmem_ptr, groups, split_stream
 
 
 def build(knobs: RemapKnobs):

@@ -17,7 +17,7 @@ from cutlass import Int32, Int64
 from ....blocks.reduction_base import compute_type, element_type
 from ..specs.remap import BW_THREADS as THREADS, PadBwKnobs
 from .pad_sources import pad_sources
-from .words import example_args, gmem_ptr, grouped_launcher
+from ....blocks.gmem import example_args, gmem_ptr, grouped_launcher
 
 
 def build(knobs: PadBwKnobs):

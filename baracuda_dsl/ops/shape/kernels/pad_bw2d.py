@@ -24,7 +24,7 @@ from ....blocks.reduction_base import compute_type, element_type
 from ..specs.pad_bw2d import (BW2D_COLS as CW, BW2D_LANE_COLS as U, BW2D_THREADS as THREADS,
                               BW2D_WARPS as WARPS, PadBw2dKnobs)
 from .pad_sources import pad_sources
-from .words import example_args, gmem_ptr, split_stream
+from ....blocks.gmem import example_args, gmem_ptr, split_stream
 
 
 def build(knobs: PadBw2dKnobs):

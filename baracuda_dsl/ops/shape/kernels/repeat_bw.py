@@ -14,7 +14,7 @@ from cutlass import Int64
 
 from ....blocks.reduction_base import compute_type, element_type
 from ..specs.repeat import BW_THREADS as THREADS, RepeatBwKnobs
-from .words import example_args, gmem_ptr, grouped_launcher
+from ....blocks.gmem import example_args, gmem_ptr, grouped_launcher
 
 
 def build(knobs: RepeatBwKnobs):

@@ -20,7 +20,7 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
 from ..specs.repeat import COPY_ILP as ILP, COPY_THREADS as THREADS, CopyKnobs
-from .words import WORD, example_args, gmem_ptr, grouped_launcher
+from ....blocks.gmem import WORD, example_args, gmem_ptr, grouped_launcher
 
 
 def build(knobs: CopyKnobs):

@@ -32,8 +32,8 @@ from cutlass import Int32, Int64, Uint32, const_expr
 from ..specs.softmax import LOG, SLOTS, SOFTMAX_FW, SoftmaxKnobs
 from ....blocks.reduction_base import (WARP, alloc_cluster_buffer, alloc_reduction_buffer,
                                        cluster_exchange2, cluster_rank, compute_type, element_type,
-                                       gmem_ptr, load_batch, load_slice, row_offset, row_thread,
-                                       store_batch)
+                                       load_batch, load_slice, row_offset, row_thread, store_batch)
+from ....blocks.gmem import gmem_ptr
 from ....blocks.half_pairs import NEG_INF2, opaque_copy, packed_max, pair_max
 from ....blocks.softmax_base import (exp_sub, fmax_c, row_allreduce_online, safe_max,
                                      warp_online)

@@ -12,7 +12,8 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64
 
 from ..specs.sort import COLS_PER_CTA, ELEM_THREADS as THREADS
-from .sort_common import KEY_INFO, WORD, dims_args, gload, gstore, key_type, make_key, row_offset7
+from .sort_common import KEY_INFO, WORD, key_type, make_key
+from ....blocks.gmem import dims_args, gload, gstore, row_offset7
 
 ITEMS = COLS_PER_CTA // THREADS
 

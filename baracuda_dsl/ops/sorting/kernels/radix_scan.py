@@ -11,7 +11,8 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64
 
 from ..specs.sort import RADIX_BINS as BINS, RADIX_SCAN, RADIX_THREADS as THREADS
-from .sort_common import block_exclusive_scan, gload, gstore
+from ....blocks.block_scan import block_exclusive_scan
+from ....blocks.gmem import gload, gstore
 
 
 def build(knobs):

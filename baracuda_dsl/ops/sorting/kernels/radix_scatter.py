@@ -26,7 +26,9 @@ from cutlass import Int32, Int64
 
 from ..specs.sort import RADIX_BINS as BINS, RADIX_ITEMS as ITEMS, RADIX_THREADS as THREADS
 from ..specs.sort import scatter_smem
-from .sort_common import block_exclusive_scan, gload, gstore, key_type, sel
+from ....blocks.block_scan import block_exclusive_scan
+from ....blocks.gmem import gload, gstore
+from .sort_common import key_type, sel
 
 WARPS = THREADS // 32
 TILE = THREADS * ITEMS

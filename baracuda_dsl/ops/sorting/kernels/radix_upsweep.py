@@ -12,7 +12,8 @@ from cutlass import Int32, Int64
 
 from ..specs.sort import RADIX_BINS as BINS, RADIX_ITEMS as ITEMS, RADIX_THREADS as THREADS
 from ..specs.sort import RADIX_UPSWEEP
-from .sort_common import gload, gstore, key_type
+from ....blocks.gmem import gload, gstore
+from .sort_common import key_type
 
 TILE = THREADS * ITEMS
 

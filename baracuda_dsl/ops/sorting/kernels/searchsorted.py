@@ -20,7 +20,8 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64
 
 from ..specs.sort import ELEM_THREADS as THREADS
-from .sort_common import KEY_INFO, WORD, dims_args, gload, gstore, make_key, sel
+from .sort_common import KEY_INFO, WORD, make_key, sel
+from ....blocks.gmem import dims_args, gload, gstore
 
 
 

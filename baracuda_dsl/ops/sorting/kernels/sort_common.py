@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Int32, Int64, Uint8, Uint16, Uint32, Uint64
+from cutlass import Int32, Uint8, Uint16, Uint32, Uint64
+
+from ....blocks.gmem import gload, gstore
 
 #: dtype short name → (bits, kind)   kind: 'f' float, 'i' signed, 'u' unsigned / bool
 KEY_INFO = {"bool": (8, "u"), "i8": (8, "i"), "i16": (16, "i"), "i32": (32, "i"),
@@ -59,61 +61,6 @@ def make_key(w, desc, short: str):
         key = sel(a == KT(0), KT(sign), key, KT)
         key = sel(a > KT(INF_BITS[short]), KT(full), key, KT)
     return sel(desc != Int32(0), (~key) & KT(full), key, KT)
-
-
-def row_offset7(row, e, s):
-    """Element offset of row ``row`` (Int64) over the 7 outer dims, extents ``e[0..6]``
-    (row-major, unused leading dims 1), strides ``s[0..6]``."""
-    rem = Int64(row)
-    off = Int64(0)
-    for d in range(6, 0, -1):
-        q = rem // e[d]
-        off = off + (rem - q * e[d]) * s[d]
-        rem = q
-    return off + rem * s[0]
-
-
-def gload(ptr, index):
-    """``ptr[index]`` (global memory, scalar)."""
-    return cute.make_tensor(ptr + Int64(index), cute.make_layout(1))[0]
-
-
-def gstore(ptr, index, value):
-    """``ptr[index] = value`` (global memory, scalar)."""
-    t = cute.make_tensor(ptr + Int64(index), cute.make_layout(1))
-    t[0] = value
-
-
-def dims_args(n: int):
-    """``n`` Int64 example scalars."""
-    return [Int64(1)] * n
-
-
-@cute.jit
-def block_exclusive_scan(v, buf, warps: cutlass.Constexpr):
-    """Exclusive prefix sum of the Int32 ``v`` over the CTA (``warps``·32 threads, thread
-    order); ``buf`` is a shared Int32 tensor of ≥ ``warps`` slots.  Returns (exclusive, total);
-    ends with a barrier so ``buf`` may be reused at once."""
-    tidx, _, _ = cute.arch.thread_idx()
-    lane = Int32(tidx) % Int32(32)
-    warp = Int32(tidx) // Int32(32)
-    x = Int32(v)
-    for o in cutlass.range_constexpr(5):
-        y = cute.arch.shuffle_sync_up(x, 1 << o)
-        if lane >= Int32(1 << o):
-            x = x + y
-    if lane == Int32(31):
-        buf[warp] = x
-    cute.arch.barrier()
-    pre = Int32(0)
-    tot = Int32(0)
-    for w in cutlass.range_constexpr(warps):
-        s = buf[w]
-        if Int32(w) < warp:
-            pre = pre + s
-        tot = tot + s
-    cute.arch.barrier()
-    return pre + x - Int32(v), tot
 
 
 def key_needs_source(key, short: str):

@@ -17,7 +17,8 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64
 
 from ..specs.sort import COLS_PER_CTA, ELEM_THREADS as THREADS
-from .sort_common import KEY_INFO, WORD, dims_args, gload, key_type, row_offset7, store_column
+from .sort_common import KEY_INFO, WORD, key_type, store_column
+from ....blocks.gmem import dims_args, gload, row_offset7
 
 ITEMS = COLS_PER_CTA // THREADS
 

@@ -23,8 +23,8 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, Uint64, const_expr
 
-from .sort_common import (KEY_INFO, WORD, dims_args, gload, key_type, make_key, row_offset7, sel,
-                          store_column)
+from .sort_common import KEY_INFO, WORD, key_type, make_key, sel, store_column
+from ....blocks.gmem import dims_args, gload, row_offset7
 from .sort_block import BlockNetwork
 from ..specs.sort import SORT_ROWS
 from ..specs.sort_network import BUCKET_THREADS, reg_bits, swizzle

@@ -15,7 +15,8 @@ import cutlass.cute as cute
 from cutlass import Int32, Int64, const_expr
 
 from ..specs.sort import ELEM_THREADS as THREADS
-from .sort_common import WORD, dims_args, gload, gstore, row_offset7
+from .sort_common import WORD
+from ....blocks.gmem import dims_args, gload, gstore, row_offset7
 
 
 

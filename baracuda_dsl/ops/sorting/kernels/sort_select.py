@@ -33,10 +33,11 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64, Uint64, const_expr
 
-from ..specs.sort import SELECT_MAX_N, SORT_SELECT
+from ..specs.sort import SELECT_MAX_N, SORT_SELECT, select_passes
 from .sort_block import BlockNetwork
-from .sort_common import (KEY_INFO, WORD, block_exclusive_scan, dims_args, gload, gstore, key_type,
-                          make_key, row_offset7, sel)
+from .sort_common import KEY_INFO, WORD, key_type, make_key, sel
+from ....blocks.block_scan import block_exclusive_scan
+from ....blocks.gmem import dims_args, gload, gstore, row_offset7
 
 THREADS = 256
 WARPS = THREADS // 32
@@ -44,11 +45,6 @@ NMAX = SELECT_MAX_N
 IDX_BITS = 12
 BINS = 256
 LOADS = NMAX // THREADS
-
-
-def select_passes(bits: int):
-    """``(is_position_digit, shift)`` of every pass, most significant digit first."""
-    return [(False, s) for s in range(bits - 8, -1, -8)] + [(True, 8), (True, 0)]
 
 
 def build(knobs):

@@ -134,6 +134,13 @@ SELECT_KB = (0, 64, 256, 1024)
 SELECT_MAX_N = 4096
 
 
+def select_passes(bits: int):
+    """The digit passes of sort_select's radix select, most significant first: ``(is_position
+    digit, shift)`` — 8-bit digits of the ``bits``-bit key, then the two 8-bit digits of the
+    12-bit position that break ties."""
+    return [(False, s) for s in range(bits - 8, -1, -8)] + [(True, 8), (True, 0)]
+
+
 def select_smem(knobs: SortSelectKnobs) -> int:
     """sort_select: row keys, bins, scan slots, state, survivors (see kernels/sort_select.py)."""
     kbytes = 8 if KEY_BITS[knobs.dtype] > 32 else 4

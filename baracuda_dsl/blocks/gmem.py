@@ -1,5 +1,6 @@
-"""CuTe DSL pieces the shape kernels share: opaque word types, the grouping of per-dim scalar
-parameters and example arguments for ``cute.compile``.
+"""Global-memory pieces the kernels of many families share: opaque word types, scalar loads and
+stores, row offsets over strided outer dims, example pointers and argument lists for
+``cute.compile``, and the grouping of per-dim scalar parameters.
 
 A kernel takes its per-dim scalars as tuples of eight Int64 (one tuple per group: extents,
 strides, ...); the DSL flattens a tuple into one entry parameter per element, so the entry's
@@ -55,3 +56,31 @@ def grouped_launcher(kernel, threads: int, per_thread: int = 1):
             stream=stream)
 
     return launch
+
+
+def gload(ptr, index):
+    """``ptr[index]`` (global memory, scalar)."""
+    return cute.make_tensor(ptr + Int64(index), cute.make_layout(1))[0]
+
+
+def gstore(ptr, index, value):
+    """``ptr[index] = value`` (global memory, scalar)."""
+    t = cute.make_tensor(ptr + Int64(index), cute.make_layout(1))
+    t[0] = value
+
+
+def row_offset7(row, e, s):
+    """Element offset of row ``row`` (Int64) over the 7 outer dims, extents ``e[0..6]``
+    (row-major, unused leading dims 1), strides ``s[0..6]``."""
+    rem = Int64(row)
+    off = Int64(0)
+    for d in range(6, 0, -1):
+        q = rem // e[d]
+        off = off + (rem - q * e[d]) * s[d]
+        rem = q
+    return off + rem * s[0]
+
+
+def dims_args(n: int):
+    """``n`` Int64 example scalars."""
+    return [Int64(1)] * n
