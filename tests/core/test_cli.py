@@ -248,4 +248,5 @@ def test_info_without_gpu_reports_everything(tmp_path, monkeypatch):
     r2 = cli("info", BARACUDA_DSL_CACHE_DIR=str(tmp_path / "nothing"))
     assert r2.returncode == 0
     assert f"{tmp_path / 'nothing'} (empty, not created yet)" in r2.stdout
-    assert "JIT on cache miss enabled" in r2.stdout
+    jit = "enabled" if installed_dsl_version() else "impossible here (no CuTe DSL)"
+    assert f"JIT on cache miss {jit}" in r2.stdout
