@@ -117,17 +117,23 @@ class Plan:
 
     def _kernel(self, template, knobs, ordinal: int):
         """The loaded kernel for (template, knobs) on device ``ordinal`` for ``self._arch``,
-        memoised on the plan so the hot path skips knob freezing and the global table.  ``knobs``
-        must be an object the plan keeps (an attribute): the memo is keyed by its identity."""
-        memo = self.__dict__.setdefault("_kernels", {})
-        key = (template.name, id(knobs), ordinal)
-        lk = memo.get(key)
-        if lk is None:
+        memoised on the plan so the hot path skips knob freezing and the global table.  The memo
+        is keyed by the knobs' value; the first object seen for each value is also remembered by
+        identity, so a plan that keeps its knobs objects (attributes) skips the hashing."""
+        by_id = self.__dict__.setdefault("_kernels", {})
+        hit = by_id.get((template.name, id(knobs), ordinal))
+        if hit is not None and hit[0] is knobs:
+            return hit[1]
+        by_value = self.__dict__.setdefault("_kernels_by_value", {})
+        key = (template.name, knobs, ordinal)
+        hit = by_value.get(key)
+        if hit is None:
             from .jit import freeze_knobs, kernel as jit_kernel
 
-            lk = memo[key] = (knobs, jit_kernel(template, freeze_knobs(knobs), ordinal,
-                                                self._arch))
-        return lk[1]
+            hit = by_value[key] = (knobs, jit_kernel(template, freeze_knobs(knobs), ordinal,
+                                                     self._arch))
+            by_id[(template.name, id(knobs), ordinal)] = hit
+        return hit[1]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.desc}, sku={self._sku})"

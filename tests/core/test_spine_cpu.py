@@ -46,3 +46,23 @@ def test_cross_compile_every_template(arch):
         assert cubin[:4] == b"\x7fELF", t.name
         assert meta["ptx_target"] == a.cute_arch
         assert meta["threads"] == t.geometry(t.thaw(k)).threads
+
+
+def test_plan_kernel_memo_is_keyed_by_knobs_value(monkeypatch):
+    """Plan._kernel loads a SKU once per plan whether the plan keeps its knobs object or builds
+    an equal one per call, and tells different knobs apart."""
+    import baracuda_dsl.jit as jit
+    from baracuda_dsl.ops.normalization.specs.row_norm import ROW_NORM_FW
+    from baracuda_dsl.plan import Plan
+
+    loads = []
+    monkeypatch.setattr(jit, "kernel", lambda t, k, o, a: loads.append(k) or object())
+    plan = Plan.__new__(Plan)
+    plan._arch = bd.ArchSku.SM90A
+    a, b = (ROW_NORM_FW.thaw(k) for k in ROW_NORM_FW.skus("sm90a")[:2])
+    first = plan._kernel(ROW_NORM_FW, a, 0)
+    assert plan._kernel(ROW_NORM_FW, a, 0) is first                       # same object
+    assert plan._kernel(ROW_NORM_FW, ROW_NORM_FW.thaw(ROW_NORM_FW.skus("sm90a")[0]), 0) is first
+    assert plan._kernel(ROW_NORM_FW, b, 0) is not first
+    assert plan._kernel(ROW_NORM_FW, a, 1) is not first                   # another device
+    assert len(loads) == 3

@@ -406,7 +406,7 @@ class GemmPlan(Plan):
             return 0
         return workspace_bytes(self._splits, self.desc.m, self.desc.n)
 
-    # -- knobs (memoised objects: Plan._kernel keys its memo on their identity) --------------
+    # -- knobs (memoised per plan: the choice is made once per operand layout) ---------------
     def _simt_knobs(self) -> spec.SimtKnobs:
         key = ("simt",)
         kn = self._knob_memo.get(key)

@@ -46,7 +46,7 @@ from ...tensor import TensorView, check_shape, contiguous_strides
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 from ..scan.compaction import CompactArgs, CompactDescriptor, CompactPlan
 from ..shape.repeat import (COPY_DTYPES, StridedCopyArgs, StridedCopyDescriptor, StridedCopyPlan,
-                            copy_precision, interned, pad_dims)
+                            copy_precision, pad_dims)
 from .specs import indexing as spec
 INDEX_DTYPES = (int32, int64)
 REDUCES = ("assign", "add", "amax", "amin")
@@ -111,8 +111,8 @@ def _axis_geometry(shape, a_strides, i_strides, b_strides):
 
 
 class _AxisLauncher:
-    """The knobs (one object per rank / wide, interned on the plan) of one gather_axis mode and
-    its launch: ``a`` is the axis-indexed operand, ``b`` the index-shaped one."""
+    """The knobs (per rank / wide) of one gather_axis mode and its launch: ``a`` is the
+    axis-indexed operand, ``b`` the index-shaped one."""
 
     def __init__(self, plan: Plan, mode: str, itemsize: int, dtype: str, index: str):
         self.plan = plan
@@ -120,8 +120,8 @@ class _AxisLauncher:
 
     def knob(self, rank: int, wide: int) -> spec.GatherAxisKnobs:
         mode, isz, dt, ix = self.base
-        return interned(self.plan, spec.GatherAxisKnobs(mode=mode, itemsize=isz, dtype=dt,
-                                                        rank=rank, wide=wide, index=ix))
+        return spec.GatherAxisKnobs(mode=mode, itemsize=isz, dtype=dt, rank=rank, wide=wide,
+                                    index=ix)
 
     def launch(self, a: TensorView, axis: int, idx: TensorView, b_ptr: int, b_strides,
                status, stream: int, shape=None, idx_strides=None) -> None:
@@ -238,8 +238,7 @@ class IndexSelectPlan(Plan):
                          copy_precision(d.dtype))
 
     def _row_knob(self, word: int, tpr: int) -> spec.IndexRowsKnobs:
-        return interned(self, spec.IndexRowsKnobs(itemsize=word, index=self.desc.index.short,
-                                                  tpr=tpr))
+        return spec.IndexRowsKnobs(itemsize=word, index=self.desc.index.short, tpr=tpr)
 
     def is_empty(self) -> bool:
         return self._n == 0
@@ -745,8 +744,7 @@ class OneHotPlan(Plan):
 
     def _knob(self, rank: int) -> spec.OneHotKnobs:
         d = self.desc
-        return interned(self, spec.OneHotKnobs(itemsize=d.dtype.itemsize, index=d.index.short,
-                                               rank=rank))
+        return spec.OneHotKnobs(itemsize=d.dtype.itemsize, index=d.index.short, rank=rank)
 
     def is_empty(self) -> bool:
         return self._total == 0

@@ -302,9 +302,8 @@ class AxisReducePlan(Plan):
         return _Geometry(d.op, d.dtype, d.out_dtype, (K,), (R,), (R,), (1,), ptr_mod)
 
     def _kernel_for(self, knobs: AxisReduceKnobs, dev: int):
-        """The kernel of ``knobs``; equal knobs share one kept object (the _kernel memo key)."""
-        kept = self.__dict__.setdefault("_knob_memo", {}).setdefault(knobs, knobs)
-        return self._kernel(spec.AXIS_REDUCE, kept, dev)
+        """The kernel of ``knobs``."""
+        return self._kernel(spec.AXIS_REDUCE, knobs, dev)
 
     def _fill_identity(self, o: TensorView, st: int) -> None:
         from ..elementwise.elementwise import (ElementwiseArgs, ElementwiseDescriptor,

@@ -246,9 +246,7 @@ class _ScanPlanBase(Plan):
                       exclusive)
         if g.nchunk > 1 and ws.nbytes < 2 * g.ws1_off:
             raise UnsupportedError("scan: workspace smaller than this layout needs")
-        # equal knobs share one kept object: the key of the plan's kernel memo
-        knobs = self.__dict__.setdefault("_knob_memo", {}).setdefault(g.knobs, g.knobs)
-        lk = self._kernel(spec.SCAN, knobs, views[0].device)
+        lk = self._kernel(spec.SCAN, g.knobs, views[0].device)
         ptrs = []
         for k, v in enumerate(views):
             ptrs.append(views[0].ptr if v is None else v.ptr + g.ptr_off[k])

@@ -22,7 +22,6 @@ from ...plan import Plan, collapse_dims, view_arg
 from ...tensor import TensorView
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 from ..reduction.composites import CompositePlan
-from ..shape.repeat import interned
 from .specs import segment as spec
 
 #: most data rows / indices a segment plan takes (Int32 row math with headroom)
@@ -135,8 +134,8 @@ class SegmentPipeline(CompositePlan):
     implement ``_plan`` / ``_bind`` / ``_launch`` / ``is_empty``."""
 
     def _knob(self, knobs_type, **fields):
-        """The plan's one instance of the knobs ``knobs_type(**fields)`` (the kernel memo key)."""
-        return interned(self, knobs_type(**fields))
+        """The knobs ``knobs_type(**fields)``."""
+        return knobs_type(**fields)
 
     def _pipeline_slots(self, n: int, nseg: int, sort: bool) -> None:
         """Workspace slots of ids → keys (→ sort) → offsets; records the sort plan."""

@@ -36,12 +36,12 @@ from typing import Tuple
 
 import numpy as np
 
-from ...dtypes import FP4, DType, bfloat16, float32
+from ...dtypes import FP4, DType, decode_minifloat, encode_minifloat, float32
 from ...errors import InvalidProblemError, UnsupportedError
 from ...plan import Plan, check_dtype, prod
 from ...tensor import TensorView, check_shape, contiguous_strides
 from .repeat import (COPY_DTYPES, StridedCopyArgs, StridedCopyDescriptor, StridedCopyPlan,
-                     dense_grad_views, interned, io_views, pad_dims, shape_sku)
+                     dense_grad_views, io_views, pad_dims, shape_sku)
 from .specs import pad_bw2d as bw2d
 from .specs import remap as spec
 from .specs import repeat as rspec
@@ -164,37 +164,21 @@ def _fill_bits(value, dt: DType) -> int:
                 math.isfinite(v.imag) and not np.isfinite(arr.imag[0])):
             raise bad
         return int.from_bytes(arr.tobytes(), "little")
-    f = float(v)
-    if dt is bfloat16:
-        with np.errstate(over="ignore"):
-            b = int(np.array([f], np.float32).view(np.uint32)[0])
-        if math.isnan(f):
-            bits = 0x7FC0 | ((b >> 16) & 0x8000)
-        else:
-            bits = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
-            if math.isfinite(f) and (bits & 0x7FFF) == 0x7F80:
-                raise bad
-            if not math.isfinite(np.float32(f)) and math.isfinite(f):
-                raise bad
-        return bits
+    try:
+        f = float(v)
+    except OverflowError:                    # an int past float64's range
+        raise bad from None
     if dt.numpy is not None:
         with np.errstate(over="ignore"):
             arr = np.array([f], dtype=dt.to_numpy())
         if math.isfinite(f) and not np.isfinite(arr[0]):
             raise bad
         return int.from_bytes(arr.tobytes(), "little")
-    # fp8: only through torch (CPU) when available
-    if f == 0.0 and math.copysign(1.0, f) > 0:
-        return 0
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a test dependency
-        raise UnsupportedError(f"pad value {value!r} for {dt.name} needs torch to encode") from None
-    tdt = {"float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}[dt.name]
-    t = torch.tensor([f], dtype=torch.float32).to(tdt)
-    if math.isfinite(f) and not torch.isfinite(t.to(torch.float32)).all():
+    # bf16 / fp8: rounded to nearest-even exactly from the float64 value (no torch, no float32 step)
+    bits = encode_minifloat(f, dt)
+    if math.isfinite(f) and not math.isfinite(decode_minifloat(bits, dt)):
         raise bad
-    return int(t.view(torch.uint8)[0])
+    return bits
 
 
 # ------------------------------------------------------------------------------- geometry
@@ -488,7 +472,7 @@ class PadBackwardPlan(Plan):
 
     def _rank_knobs(self, rank: int) -> spec.PadBwKnobs:
         d = self.desc
-        return interned(self, spec.PadBwKnobs(dtype=d.dtype.short, mode=d.mode, rank=rank))
+        return spec.PadBwKnobs(dtype=d.dtype.short, mode=d.mode, rank=rank)
 
     def is_empty(self) -> bool:
         return self._n == 0

@@ -183,12 +183,6 @@ def shape_sku(plan: Plan, op: str, template, knobs=None, *, summed: bool = False
                      knobs=() if knobs is None else freeze_knobs(knobs))
 
 
-def interned(plan: Plan, knobs):
-    """``plan``'s one knobs object equal to ``knobs`` (``Plan._kernel`` memoises the loaded
-    kernel by the identity of the knobs object, so a plan hands it the same object each time)."""
-    return plan.__dict__.setdefault("_interned_knobs", {}).setdefault(knobs, knobs)
-
-
 def check_dense(v: TensorView, name: str) -> TensorView:
     """UnsupportedError unless the output view ``v`` is dense row-major (or empty)."""
     if v.numel and not v.is_contiguous():
@@ -404,7 +398,7 @@ class RepeatBackwardPlan(Plan):
                               summed=True)
 
     def _rank_knobs(self, rank: int) -> spec.RepeatBwKnobs:
-        return interned(self, spec.RepeatBwKnobs(dtype=self.desc.dtype.short, rank=rank))
+        return spec.RepeatBwKnobs(dtype=self.desc.dtype.short, rank=rank)
 
     def is_empty(self) -> bool:
         return self._n == 0
