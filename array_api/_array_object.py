@@ -21,6 +21,7 @@ import operator
 
 import numpy as np
 
+from baracuda_dsl.dtypes import to_typestr
 from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
 from baracuda_dsl.tensor import MAX_RANK, TensorView, contiguous_strides
 
@@ -146,6 +147,26 @@ class Array:
         if api_version not in (None, "2022.12", "2023.12", "2024.12"):
             raise ValueError(f"unsupported array API version {api_version!r}")
         return OPERATIONS.namespace
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """CUDA Array Interface v3, so CuPy / Numba / ... take the array zero-copy: ``shape``;
+        ``typestr`` (numpy's: ``'<f4'``, ``'|b1'``, ...); ``data = (ptr, False)``, ``ptr`` the
+        address of the first element (view offset included; 0 for an empty array, as the spec
+        asks); ``strides`` in bytes, or None when C-contiguous; ``version`` 3; ``stream`` 1 (the
+        legacy default stream: every namespace operation is ordered on it, so a consumer that
+        synchronizes with it, as v3 requires, sees the pending writes).  bfloat16 / float8 have
+        no typestr: for them the attribute does not exist (AttributeError, ``hasattr`` is False)
+        and DLPack (``__dlpack__``) is the way to share them."""
+        typestr = to_typestr(self._dtype)
+        if typestr is None:
+            raise AttributeError(f"{self._dtype.name} has no __cuda_array_interface__ typestr; "
+                                 f"use DLPack (__dlpack__ / from_dlpack) to share it")
+        empty = self.size == 0
+        isz = self._dtype.itemsize
+        strides = None if self.is_contiguous() else tuple(s * isz for s in self._strides)
+        return {"shape": self._shape, "typestr": typestr, "version": 3, "stream": 1,
+                "data": (0 if empty else self._ptr, False), "strides": strides}
 
     def __baracuda_view__(self) -> TensorView:
         return TensorView(self._ptr, self._shape, self._strides, self._dtype,

@@ -8,6 +8,8 @@ storage types are left out: they do not promote and most functions do not take t
 
 from __future__ import annotations
 
+from baracuda_dsl.tensor import MAX_RANK
+
 from . import _dtypes as _dt
 from ._device import Device, as_device
 
@@ -28,10 +30,11 @@ class __array_namespace_info__:
     __slots__ = ()
 
     def capabilities(self) -> dict:
-        """What this namespace supports: no boolean-mask indexing and no functions whose output
-        shape depends on data (``unique_*``, ``nonzero``), at most 8 dimensions."""
-        return {"boolean indexing": False, "data-dependent shapes": True,
-                "max dimensions": 8}
+        """What this namespace supports: boolean-mask indexing (``x[mask]``, ``x[mask] = v``),
+        functions whose output shape depends on data (``nonzero``, ``unique_*``, boolean
+        indexing) and at most ``MAX_RANK`` (8) dimensions."""
+        return {"boolean indexing": True, "data-dependent shapes": True,
+                "max dimensions": MAX_RANK}
 
     def default_device(self) -> Device:
         """The current CUDA device (``Device(n)``)."""

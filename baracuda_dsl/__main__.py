@@ -1,13 +1,24 @@
-"""Command line.
+"""Command line (``baracuda-dsl`` or ``python -m baracuda_dsl``; ``--version``).
 
-``python -m baracuda_dsl prebuild [--arch sm80,sm89,sm90a] [--ops FAMILY,...] [--jobs N]
-[--cache-dir DIR] [--list [-v]]``
-    compile every kernel SKU of the chosen op families for each arch into the cubin cache (no GPU
-    needed: CuTe DSL cross-compiles); ``--list`` only shows the SKUs and what is cached.
+``prebuild [--arch native|sm80,sm89,sm90a] [--set core|all] [--ops FAMILY,...]
+[--templates NAME,...] [--dtypes bf16,...] [--shard K/N] [--jobs N] [--cache-dir DIR]
+[--list [-v]] [--prune]``
+    compile the selected kernel SKUs for each arch into the cubin cache (no GPU needed: CuTe DSL
+    cross-compiles).  Default arch: ``native`` (the visible GPUs' arches) on a GPU host, all
+    three elsewhere; default set: ``core`` (see :mod:`baracuda_dsl.jit.tiers`).  ``--list`` /
+    ``-v`` only show the SKUs and what is cached.
     Exit status: 0 all built, 1 some SKU failed, 2 bad arguments / no CuTe DSL.
 
-``python -m baracuda_dsl info [--cache-dir DIR]``
-    versions, visible GPUs and their arch SKU, the cache and what it holds, whether JIT is on.
+``info [--cache-dir DIR]``
+    versions, visible GPUs and their arch SKU, the cache and what it holds (current entries and
+    stale ones: another DSL version or older kernel sources), whether JIT is on.
+
+``pack ARCHIVE [--arch A,...]`` / ``unpack ARCHIVE``
+    ship a prebuilt cache as one .tar.xz; unpack keeps the entries this install can use and says
+    what it skipped.
+
+``wheel --arch ARCH [--out DIR]``
+    the cache of one arch as an installable wheel (``baracuda-dsl-kernels-<arch>``).
 """
 
 from __future__ import annotations
@@ -33,16 +44,55 @@ def _consoles():
     return out, err
 
 
+ALL_ARCHES = "sm80,sm89,sm90a"
+
+
+def _native_arches():
+    """The arch SKUs of the visible GPUs (empty without a GPU)."""
+    from .runtime import device_arch, device_count
+
+    try:
+        n = device_count()
+    except Exception:  # noqa: BLE001 - no driver: no GPU
+        return []
+    return list(dict.fromkeys(device_arch(i) for i in range(n)))
+
+
 def _parse_arches(text: str):
+    """Arch SKUs from ``sm80,sm90a`` or ``native``; UnsupportedError for an unknown name."""
+    from .errors import UnsupportedError
     from .vocabulary import ArchSku
 
     arches = []
     for a in text.split(","):
-        if a.strip():
+        a = a.strip()
+        if a == "native":
+            native = _native_arches()
+            if not native:
+                raise UnsupportedError("--arch native: no CUDA GPU is visible here; name the "
+                                       f"arches instead (e.g. --arch {ALL_ARCHES})")
+            arches += [x for x in native if x not in arches]
+        elif a:
             sku = ArchSku.parse(a)
             if sku not in arches:
                 arches.append(sku)
     return arches
+
+
+def _parse_list(text):
+    return None if text is None else list(dict.fromkeys(x.strip() for x in text.split(",")
+                                                        if x.strip()))
+
+
+def _parse_shard(text: str):
+    """``K/N`` -> (K, N) with 1 <= K <= N; ValueError otherwise."""
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {text!r}: expected K/N, e.g. 1/4") from None
+    if not (n >= 1 and 1 <= k <= n):
+        raise ValueError(f"--shard {text}: need 1 <= K <= N")
+    return k, n
 
 
 def _cmd_prebuild(ns) -> int:
@@ -50,37 +100,55 @@ def _cmd_prebuild(ns) -> int:
 
     from .errors import UnsupportedError
     from .jit import KernelCache, installed_dsl_version, knob_key
-    from .jit.prebuild import plan_jobs, prebuild
+    from .jit.prebuild import Selection, plan_jobs, prebuild
     from .ops import all_families, all_templates
 
     out, err = _consoles()
+
+    def fail(msg):
+        err.print(f"[red]error:[/] {msg}", highlight=False)
+        return 2
+
+    arch_text = ns.arch
+    if arch_text is None:
+        arch_text = "native" if _native_arches() else ALL_ARCHES
     try:
-        arches = _parse_arches(ns.arch)
+        arches = _parse_arches(arch_text)
     except UnsupportedError as e:
-        err.print(f"[red]error:[/] {e}", highlight=False)
-        return 2
+        return fail(e)
     if not arches:
-        err.print("[red]error:[/] --arch names no arch", highlight=False)
-        return 2
+        return fail("--arch names no arch")
     fams = None
     if ns.ops:
-        fams = list(dict.fromkeys(f.strip() for f in ns.ops.split(",") if f.strip()))
+        fams = _parse_list(ns.ops)
         unknown = [f for f in fams if f not in all_families()]
         if unknown or not fams:
-            err.print(f"[red]error:[/] unknown op famil{'y' if len(unknown) == 1 else 'ies'} "
-                      f"{', '.join(unknown) or repr(ns.ops)}; known: {', '.join(all_families())}",
-                      highlight=False)
-            return 2
+            return fail(f"unknown op famil{'y' if len(unknown) == 1 else 'ies'} "
+                        f"{', '.join(unknown) or repr(ns.ops)}; known: {', '.join(all_families())}")
     if ns.jobs is not None and ns.jobs < 1:
-        err.print(f"[red]error:[/] --jobs must be >= 1, got {ns.jobs}", highlight=False)
-        return 2
+        return fail(f"--jobs must be >= 1, got {ns.jobs}")
+    templates = all_templates(fams)
+    if ns.templates is not None:
+        names = _parse_list(ns.templates)
+        unknown = [n for n in names if n not in {t.name for t in templates}]
+        if unknown or not names:
+            return fail(f"unknown template(s) {', '.join(unknown) or repr(ns.templates)}"
+                        f"{' in ' + ','.join(fams) if fams else ''}; known: "
+                        f"{', '.join(t.name for t in templates)}")
+        templates = [t for t in templates if t.name in names]
+    try:
+        k, n = _parse_shard(ns.shard)
+        dts = _parse_list(ns.dtypes)
+        selection = Selection(ns.set, None if dts is None else frozenset(dts), k, n)
+    except ValueError as e:
+        return fail(e)
     cache = KernelCache(ns.cache_dir)
     if ns.prune:
         n = cache.prune(all_templates(fams))
         err.print(f"prebuild: pruned {n} stale cache entr{'y' if n == 1 else 'ies'}",
                   highlight=False)
 
-    if ns.list:
+    if ns.list or ns.verbose:
         table = Table(title=f"kernel SKUs (cached in {cache.root})")
         table.add_column("family")
         table.add_column("template")
@@ -88,29 +156,31 @@ def _cmd_prebuild(ns) -> int:
             table.add_column("SKU knobs")
         for a in arches:
             table.add_column(f"{a.value} cached", justify="right")
-        n_all = 0
-        for t in all_templates(fams):
+        jobs_by = {}
+        for j in plan_jobs(templates, arches, cache, selection):
+            jobs_by.setdefault((j.template.name, j.arch), []).append(j)
+        total = 0
+        for t in templates:
             if ns.verbose:
-                every = list(dict.fromkeys(k for a in arches for k in t.skus(a.value)))
+                every = list(dict.fromkeys(j.knobs for a in arches
+                                           for j in jobs_by.get((t.name, a), ())))
+                cached = {a: {j.knobs: j.cached for j in jobs_by.get((t.name, a), ())}
+                          for a in arches}
                 for k in every:
-                    cells = []
-                    for a in arches:
-                        if k not in t.skus(a.value):
-                            cells.append("-")
-                        else:
-                            cells.append("yes" if cache.get(t, k, a.value) else "no")
+                    cells = ["-" if k not in cached[a] else ("yes" if cached[a][k] else "no")
+                             for a in arches]
                     table.add_row(t.family, t.name, knob_key(k), *cells)
-                n_all += len(every)
             else:
                 cells = []
                 for a in arches:
-                    ks = t.skus(a.value)
-                    hit = sum(cache.get(t, k, a.value) is not None for k in ks)
-                    cells.append(f"{hit}/{len(ks)}")
-                table.add_row(t.family, t.name, *cells)
+                    js = jobs_by.get((t.name, a), ())
+                    cells.append(f"{sum(j.cached for j in js)}/{len(js)}")
+                if any(jobs_by.get((t.name, a)) for a in arches):
+                    table.add_row(t.family, t.name, *cells)
+            total += sum(len(jobs_by.get((t.name, a), ())) for a in arches)
         out.print(table)
-        total = sum(len(t.skus(a.value)) for t in all_templates(fams) for a in arches)
-        out.print(f"{total} SKU builds over {', '.join(a.value for a in arches)}", highlight=False)
+        out.print(f"{total} SKU builds over {', '.join(a.value for a in arches)} "
+                  f"({_describe(selection)})", highlight=False)
         return 0
 
     if installed_dsl_version() is None:
@@ -118,14 +188,14 @@ def _cmd_prebuild(ns) -> int:
                   "this host can only run kernels that are already cached", highlight=False)
         return 2
     jobs = ns.jobs or os.cpu_count() or 1
-    work = plan_jobs(all_templates(fams), arches, cache)
+    work = plan_jobs(templates, arches, cache, selection)
     todo = sum(not j.cached for j in work)
-    err.print(f"prebuild: {len(work)} SKUs over {', '.join(a.value for a in arches)}, "
-              f"{len(work) - todo} already cached, {todo} to compile with {jobs} worker(s) "
-              f"into {cache.root}", highlight=False)
+    err.print(f"prebuild: {len(work)} SKUs ({_describe(selection)}) over "
+              f"{', '.join(a.value for a in arches)}, {len(work) - todo} already cached, {todo} to "
+              f"compile with {jobs} worker(s) into {cache.root}", highlight=False)
     t0 = time.perf_counter()
     try:
-        tally = prebuild(all_templates(fams), arches, jobs, cache, err)
+        tally = prebuild(templates, arches, jobs, cache, err, selection)
     except KeyboardInterrupt:
         err.print("prebuild: interrupted (finished SKUs are cached)", highlight=False)
         return 130
@@ -148,6 +218,16 @@ def _cmd_prebuild(ns) -> int:
         err.print(f"prebuild: {len(errors)} SKU(s) failed", highlight=False)
         return 1
     return 0
+
+
+def _describe(sel) -> str:
+    """One phrase for a prebuild selection: 'core set', 'all SKUs, dtypes bf16, shard 1/4'."""
+    parts = ["core set (the rest compiles on first use)" if sel.which == "core" else "all SKUs"]
+    if sel.dtypes is not None:
+        parts.append("dtypes " + ",".join(sorted(sel.dtypes)))
+    if sel.count > 1:
+        parts.append(f"shard {sel.index}/{sel.count}")
+    return ", ".join(parts)
 
 
 def _cmd_info(ns) -> int:
@@ -190,11 +270,27 @@ def _cmd_info(ns) -> int:
             line(f"GPU {i}", f"no kernel SKUs ({e})")
     cache = KernelCache(ns.cache_dir)
     line("cache", cache.root + ("" if os.path.isdir(cache.root) else " (empty, not created yet)"))
-    counts = cache.count()
-    known = {a.value: sum(len(t.skus(a.value)) for t in all_templates()) for a in ArchSku}
-    parts = [f"{a}: {counts.get(a, 0)} (of {known[a]} SKUs)" for a in known]
-    parts += [f"{a}: {c}" for a, c in sorted(counts.items()) if a not in known]
-    line("cached entries", ", ".join(parts))
+    from .jit.inventory import inventory
+    from .jit.tiers import select
+
+    inv = inventory(cache.root, all_templates())
+    for a in ArchSku:
+        c = inv.get(a.value, {})
+        n_all = sum(len(t.skus(a.value)) for t in all_templates())
+        n_core = sum(len(select(t, t.skus(a.value), a.value)) for t in all_templates())
+        text = f"{c.get('current', 0)} current (of {n_all} SKUs, {n_core} in the core set)"
+        stale = {k: c.get(k, 0) for k in ("other-dsl", "stale", "unknown") if c.get(k)}
+        if stale:
+            text += "; not usable here: " + ", ".join(
+                f"{v} {'built by another DSL version' if k == 'other-dsl' else k}"
+                for k, v in stale.items()) + " (prebuild --prune removes stale ones)"
+        line(f"cached {a.value}", text)
+    for a, c in sorted(inv.items()):
+        if a not in {x.value for x in ArchSku}:
+            line(f"cached {a}", f"{sum(c.values())} entries of an unknown arch")
+    roots = getattr(cache, "readonly_roots", None)
+    for r in (roots() if callable(roots) else roots or ()):
+        line("kernel package", r)
     if not jit_enabled():
         jit = "disabled (BARACUDA_DSL_JIT=0): a miss raises KernelNotCachedError"
     elif installed_dsl_version() is None:
@@ -207,58 +303,151 @@ def _cmd_info(ns) -> int:
 
 def _cmd_archive(ns) -> int:
     """``pack``: the cache (all arches, or ``--arch``) into one xz tarball, to ship prebuilt
-    kernels to a deployed host; ``unpack``: extract such a tarball into the cache root.  Entries
-    carry their own sha256, so a damaged entry is rejected (and rebuilt) when first used."""
+    kernels to a deployed host; ``unpack``: extract such a tarball into the cache root, keeping
+    only the entries this install can use (see :mod:`baracuda_dsl.jit.inventory`) unless
+    ``--all``.  Entries carry their own sha256, so a damaged one is rejected (and rebuilt) when
+    first used."""
     import tarfile
+    from collections import Counter
 
-    from .jit.cache import default_cache_dir
+    from .jit.cache import atomic_file, default_cache_dir, installed_dsl_version
+    from .jit.inventory import LiveNames, classify
+    from .ops import all_templates
 
+    _, err = _consoles()
     root = os.path.abspath(ns.cache_dir or default_cache_dir())
     if ns.cmd == "pack":
-        arches = None if ns.arch is None else {a.strip() for a in ns.arch.split(",")}
-        n = 0
-        with tarfile.open(ns.archive, "w:xz", preset=6) as tar:
-            for dirpath, _, files in sorted(os.walk(root)):
-                rel = os.path.relpath(dirpath, root)
-                parts = rel.split(os.sep)
-                if arches is not None and (len(parts) < 2 or parts[1] not in arches):
-                    continue
-                for f in sorted(files):
-                    if f.endswith(".bkc"):
-                        tar.add(os.path.join(dirpath, f), arcname=os.path.join(rel, f))
-                        n += 1
-        print(f"packed {n} cached kernels from {root} into {ns.archive} "
+        arches = None if ns.arch is None else set(_parse_list(ns.arch))
+        files = []
+        for dirpath, _, names in sorted(os.walk(root)):
+            rel = os.path.relpath(dirpath, root)
+            parts = rel.split(os.sep)
+            if arches is not None and (len(parts) < 2 or parts[1] not in arches):
+                continue
+            files += [(os.path.join(dirpath, f), os.path.join(rel, f))
+                      for f in sorted(names) if f.endswith(".bkc")]
+        if not files:
+            err.print(f"[red]error:[/] no cached kernels{' for ' + ','.join(sorted(arches)) if arches else ''}"
+                      f" in {root}: nothing to pack (run prebuild first); no archive written",
+                      highlight=False)
+            return 1
+        with atomic_file(ns.archive) as f, tarfile.open(fileobj=f, mode="w:xz", preset=6) as tar:
+            for path, arc in files:
+                tar.add(path, arcname=arc)
+        print(f"packed {len(files)} cached kernels from {root} into {ns.archive} "
               f"({os.path.getsize(ns.archive) / 2**20:.1f} MiB)")
-        return 0 if n else 1
-    os.makedirs(root, exist_ok=True)
-    n = 0
-    with tarfile.open(ns.archive, "r:*") as tar:
-        members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith(".bkc")
-                   and not m.name.startswith(("/", "..")) and ".." not in m.name.split("/")]
-        tar.extractall(root, members=members)
-        n = len(members)
-    print(f"unpacked {n} cached kernels into {root}")
+        return 0
+    if not os.path.isfile(ns.archive):
+        err.print(f"[red]error:[/] no such archive: {ns.archive}", highlight=False)
+        return 2
+    try:
+        tar = tarfile.open(ns.archive, "r:*")
+    except (tarfile.TarError, OSError) as e:
+        err.print(f"[red]error:[/] {ns.archive} is not a kernel-cache archive ({e})",
+                  highlight=False)
+        return 2
+    live, ver = LiveNames(all_templates()), installed_dsl_version()
+    kinds: Counter = Counter()
+    keep = []
+    with tar:
+        for m in tar.getmembers():
+            if not (m.isfile() and m.name.endswith(".bkc")) or m.name.startswith(("/", "..")) \
+                    or ".." in m.name.split("/"):
+                continue
+            kind = classify(m.name, live, ver)
+            kinds[kind] += 1
+            if kind == "current" or ns.all:
+                keep.append(m)
+        os.makedirs(root, exist_ok=True)
+        tar.extractall(root, members=keep)
+    print(f"unpacked {len(keep)} cached kernels into {root}")
+    skipped = {k: v for k, v in kinds.items() if k != "current"}
+    if skipped:
+        why = {"other-dsl": f"built by another CuTe DSL version than the installed {ver}",
+               "stale": "built from other kernel sources than this install's (or SKUs it no "
+                        "longer has)",
+               "unknown": "of templates this install does not have"}
+        for k, v in skipped.items():
+            err.print(f"unpack: {v} entr{'y' if v == 1 else 'ies'} {why[k]}"
+                      f"{' (unpacked anyway: --all)' if ns.all else ' skipped'}", highlight=False)
+    if not kinds:
+        err.print(f"[red]error:[/] {ns.archive} holds no cached kernels", highlight=False)
+        return 1
+    if not kinds.get("current"):
+        err.print("[red]error:[/] nothing in the archive is usable by this install "
+                  "(rebuild it with this version: python -m baracuda_dsl prebuild, then pack)",
+                  highlight=False)
+        return 1
     return 0
 
 
+def _cmd_wheel(ns) -> int:
+    """``wheel``: the cache of one arch as an installable wheel of prebuilt kernels."""
+    from .errors import BaracudaError
+    from .jit.cache import default_cache_dir
+    from .jit.kernel_wheel import build_kernel_wheel
+    from .ops import all_templates
+
+    _, err = _consoles()
+    try:
+        (arch,) = [a.value for a in _parse_arches(ns.arch)]
+    except ValueError:
+        err.print("[red]error:[/] wheel takes exactly one arch (one wheel per arch)",
+                  highlight=False)
+        return 2
+    except BaracudaError as e:
+        err.print(f"[red]error:[/] {e}", highlight=False)
+        return 2
+    root = os.path.abspath(ns.cache_dir or default_cache_dir())
+    try:
+        path = build_kernel_wheel(root, arch, ns.out, templates=all_templates(), console=err)
+    except (BaracudaError, ValueError, OSError) as e:
+        err.print(f"[red]error:[/] {e}", highlight=False)
+        return 1
+    print(f"wrote {path} ({os.path.getsize(path) / 2**20:.1f} MiB); install it with "
+          f"pip install {path}")
+    return 0
+
+
+def _prog() -> str:
+    """How the user invoked us, for the usage line."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "baracuda-dsl" if name.startswith("baracuda-dsl") else "python -m baracuda_dsl"
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m baracuda_dsl",
+    from ._version import __version__
+
+    p = argparse.ArgumentParser(prog=_prog(),
                                 description="baracuda-dsl: CuTe DSL kernels behind a Plan API")
+    p.add_argument("--version", action="version", version=f"baracuda-dsl {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     pb = sub.add_parser("prebuild", help="compile kernel SKUs into the cache (no GPU needed)",
-                        description="Compile every kernel SKU of the chosen op families for each "
-                                    "arch into the cubin cache. Exit 1 if any SKU failed.")
-    pb.add_argument("--arch", default="sm80,sm89,sm90a",
-                    help="comma-separated arches (default: sm80,sm89,sm90a)")
+                        description="Compile the selected kernel SKUs for each arch into the "
+                                    "cubin cache. Exit 1 if any SKU failed.")
+    pb.add_argument("--arch", default=None,
+                    help=f"comma-separated arches, or native (default: native on a GPU host, "
+                         f"else {ALL_ARCHES})")
+    pb.add_argument("--set", default="core", choices=("core", "all"),
+                    help="core: the SKUs ML models use (default; the rest compiles on first "
+                         "use); all: every SKU")
     pb.add_argument("--ops", default=None, metavar="FAMILY,...",
                     help="comma-separated op families (default: all)")
+    pb.add_argument("--templates", default=None, metavar="NAME,...",
+                    help="only these kernel templates (names as in --list)")
+    pb.add_argument("--dtypes", default=None, metavar="DTYPE,...",
+                    help="only SKUs whose data dtypes are all among these (bf16,f16,f32,...)")
+    pb.add_argument("--shard", default="1/1", metavar="K/N",
+                    help="build part K of N (N machines build disjoint parts; pack / unpack "
+                         "merge them)")
     pb.add_argument("--jobs", "-j", type=int, default=None,
                     help="compiles running at once (default: CPU count)")
     pb.add_argument("--cache-dir", default=None, help="cache root (default: "
                                                       "$BARACUDA_DSL_CACHE_DIR or the user cache)")
     pb.add_argument("--list", action="store_true",
                     help="only list the SKUs and how many are cached, compile nothing")
-    pb.add_argument("--verbose", "-v", action="store_true", help="with --list: one row per SKU")
+    pb.add_argument("--verbose", "-v", action="store_true",
+                    help="list one row per SKU (implies --list)")
     pb.add_argument("--prune", action="store_true",
                     help="first delete cached entries of the chosen families that no current SKU "
                          "maps to (kernel source changed, SKU left the space)")
@@ -271,9 +460,18 @@ def main(argv=None) -> int:
     pu = sub.add_parser("unpack", help="unpack a kernel-cache archive into the cache root")
     pu.add_argument("archive")
     pu.add_argument("--cache-dir", default=None, help="cache root to fill")
+    pu.add_argument("--all", action="store_true",
+                    help="also unpack entries this install cannot use (other DSL version, "
+                         "other kernel sources)")
+    pw = sub.add_parser("wheel", help="build an installable wheel of one arch's prebuilt kernels")
+    pw.add_argument("--arch", required=True, help="the arch (sm80, sm89, sm90a or native)")
+    pw.add_argument("--out", default="dist", help="output folder (default: dist)")
+    pw.add_argument("--cache-dir", default=None, help="cache root to take the kernels from")
     ns = p.parse_args(argv)
     if ns.cmd in ("pack", "unpack"):
         return _cmd_archive(ns)
+    if ns.cmd == "wheel":
+        return _cmd_wheel(ns)
     return _cmd_prebuild(ns) if ns.cmd == "prebuild" else _cmd_info(ns)
 
 

@@ -135,6 +135,15 @@ def from_dlpack_code(code: int, bits: int, lanes: int = 1) -> DType:
         raise UnsupportedError(f"DLPack dtype code={code} bits={bits} is not supported") from None
 
 
+_TYPESTR = {d: np.dtype(d.numpy).str for d in ALL_DTYPES if d.numpy is not None}
+
+
+def to_typestr(dt: DType) -> Optional[str]:
+    """The numpy / ``__cuda_array_interface__`` typestr of ``dt`` (``'<f4'``, ``'|b1'``, ...), or
+    None where numpy has no such type (bfloat16, float8_*: those go through DLPack)."""
+    return _TYPESTR.get(dt)
+
+
 def from_typestr(typestr: str) -> DType:
     """DType from a ``__cuda_array_interface__`` typestr such as ``'<f4'`` (bf16 shows up as ``'<V2'``
     from some producers and cannot be told apart from f16: those go through DLPack instead)."""
@@ -154,8 +163,9 @@ _MINIFLOAT = {"bfloat16": (8, 7, True), "float8_e4m3": (4, 3, False),
 def encode_minifloat(value: float, dt: DType) -> int:
     """The bit pattern of ``value`` rounded to ``dt`` (bfloat16, float8_e4m3, float8_e5m2) with
     round-to-nearest-even, exactly from the float64 value (no intermediate float32 rounding).
-    Magnitudes at or above the largest finite value plus half an ulp become inf (bf16, e5m2)
-    or NaN (e4m3, which has no inf), as CUDA's and torch's saturating-free conversions do."""
+    Magnitudes past the largest finite value plus half an ulp become inf (bf16, e5m2) or NaN
+    (e4m3, which has no inf), as CUDA's and torch's saturating-free conversions do; the tie itself
+    rounds to even: to inf for bf16 / e5m2 (odd largest mantissa), to 448 for e4m3."""
     ebits, mbits, has_inf = _MINIFLOAT[dt.name]
     bias = 2 ** (ebits - 1) - 1
     nbits = 1 + ebits + mbits
@@ -169,7 +179,8 @@ def encode_minifloat(value: float, dt: DType) -> int:
     max_bits = (inf_bits - 1) if has_inf else nan_bits - 1
     max_e = (max_bits >> mbits) - bias
     max_val = (1 + (max_bits & ((1 << mbits) - 1)) / 2 ** mbits) * 2.0 ** max_e
-    if a >= max_val + 2.0 ** (max_e - mbits - 1):     # past the rounding boundary of the max
+    limit = max_val + 2.0 ** (max_e - mbits - 1)      # the rounding boundary past the max
+    if a > limit or (a == limit and max_bits & 1):    # a tie goes up only from an odd max
         return sign | (inf_bits if has_inf else nan_bits)
     min_normal_e = 1 - bias
     if a < 2.0 ** min_normal_e:                         # subnormal (or zero)

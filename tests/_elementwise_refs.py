@@ -13,7 +13,8 @@ The formulas follow baracuda_dsl/ops/elementwise/kernels/elementwise_ops.py (num
 remainder, integer division by zero gives 0, shifts >= the bit width give 0 / sign fill, maximum /
 minimum propagate NaN, round is half to even, gelu the erf form, ...).  Float parameters are
 rounded to the kernel's compute type (f32 for every dtype but f64) before use, as the kernel does.
-Nothing here needs a GPU; torch (CPU) is imported lazily for fp8 rounding and the transfers.
+Nothing here needs a GPU; fp8 rounding uses ml_dtypes, torch is imported lazily for the transfers
+(``pytest.importorskip``: a test that needs it skips without it).
 """
 
 from __future__ import annotations
@@ -94,9 +95,9 @@ def _sps():
 
 
 def _torch():
-    import torch
+    import pytest
 
-    return torch
+    return pytest.importorskip("torch")
 
 
 # ----------------------------------------------------------------------------------- rounding
@@ -111,10 +112,12 @@ def round_bf16(x) -> np.ndarray:
 
 
 def round_fp8(x, dt: str) -> np.ndarray:
-    """float64 → the nearest fp8 value (torch's CPU conversion of the float32 value)."""
-    torch = _torch()
-    t = torch.from_numpy(np.ascontiguousarray(np.asarray(x, np.float64).astype(np.float32)))
-    return t.to(getattr(torch, TORCH_NAME[dt])).to(torch.float32).numpy().astype(np.float64)
+    """float64 → the nearest fp8 value of the float32 value (round to nearest even, overflow to
+    NaN / inf: what torch's CPU conversion gives), as float64."""
+    import ml_dtypes
+
+    mt = {"fp8e4m3": ml_dtypes.float8_e4m3fn, "fp8e5m2": ml_dtypes.float8_e5m2}[dt]
+    return np.asarray(x, np.float64).astype(np.float32).astype(mt).astype(np.float64)
 
 
 def round_to(x, dt: str) -> np.ndarray:

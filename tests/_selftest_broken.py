@@ -17,3 +17,15 @@ SELFTEST_BAD_ABI = register(KernelTemplate(
     knobs=SelftestKnobs,
     geometry=lambda k: LaunchGeometry(threads=k.threads),
 ))
+
+#: a template whose kernel module ends the compiling process (a compiler crash): the worker dies
+#: mid-compile, which the compiler-worker tests rely on
+SELFTEST_CRASH = register(KernelTemplate(
+    name="selftest_crash",
+    family="selftest_broken",
+    module="_selftest_crash_kernel",
+    params=params("x:ptr"),
+    space=lambda: [SelftestKnobs("f32", 128)],
+    knobs=SelftestKnobs,
+    geometry=lambda k: LaunchGeometry(threads=k.threads),
+))

@@ -4,12 +4,18 @@
 then the on-disk cache (no DSL import needed), then — unless ``BARACUDA_DSL_JIT=0`` — a compile in
 a worker process for the device's own arch, stored in the cache for next time.  With JIT disabled a
 miss raises :class:`~baracuda_dsl.errors.KernelNotCachedError` naming the prebuild command.
+
+Compiles are logged on the ``baracuda_dsl`` logger (:mod:`logging`): INFO per compiled SKU with
+its time, and once per process a WARNING that kernels are being compiled on first use and how to
+prebuild them or install prebuilt ones (shown on stderr even when logging is not configured).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import time
 from typing import Dict, Tuple
 
 from ..abi import Artifact, Param, params
@@ -27,6 +33,19 @@ __all__ = [
 
 _KERNELS: Dict[Tuple[str, Knobs, int], object] = {}
 _LOCK = threading.Lock()
+log = logging.getLogger("baracuda_dsl")
+_told_once: list = []
+
+
+def _announce_first_compile(t: KernelTemplate, arch: ArchSku, cache: KernelCache) -> None:
+    """The once-per-process notice that kernels are compiled on first use."""
+    if _told_once:
+        return
+    _told_once.append(True)
+    log.warning("baracuda-dsl: compiling kernel %s for %s on first use (about a second per kernel, "
+                "cached in %s for next time). To skip this, prebuild: python -m baracuda_dsl "
+                "prebuild --arch native, or install prebuilt kernels: pip install "
+                "'baracuda-dsl[%s]'", t.name, arch.value, cache.root, arch.value)
 
 
 def jit_enabled() -> bool:
@@ -49,7 +68,11 @@ def artifact(t: KernelTemplate, knobs: Knobs, arch: ArchSku, cache: KernelCache 
                                           "so it cannot be compiled on demand")
     from .compiler import compile_sku
 
+    _announce_first_compile(t, arch, cache)
+    t0 = time.perf_counter()
     cubin, meta = compile_sku(t, knobs, arch)
+    log.info("compiled %s(%s) for %s in %.2f s", t.name, knob_key(knobs), arch.value,
+             time.perf_counter() - t0)
     return cache.put(t, knobs, arch.value, cubin, meta)
 
 

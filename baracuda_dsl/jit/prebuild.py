@@ -5,19 +5,24 @@ terminal) and a per (family, arch) tally.  Works on a machine without a GPU.
 At most ``jobs`` compiles run at once over all arches.  Work is queued arch by arch; each arch has
 its own worker pool (``CUTE_DSL_ARCH`` is fixed per process), freed as soon as that arch's SKUs are
 done, so at most two pools are alive at a time.  SKUs already in the cache are skipped.
+
+What gets built is a :class:`Selection`: the SKU set (``core`` by default, see :mod:`.tiers`, or
+``all``), optional template and dtype filters, and a shard ``K/N`` so that N machines build
+disjoint parts (round-robin over each arch's sorted SKU list, cached or not, so the parts do not
+depend on what any cache holds) whose caches ``pack`` / ``unpack`` merge.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-from concurrent.futures.process import BrokenProcessPool
 import re
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..vocabulary import ArchSku
+from . import tiers
 from .cache import KernelCache
 from .template import KernelTemplate, Knobs, knob_key
 
@@ -43,13 +48,46 @@ class Job(NamedTuple):
     cached: bool
 
 
+@dataclass(frozen=True)
+class Selection:
+    """Which SKUs of the chosen templates to build: ``which`` set (``core`` / ``all``),
+    ``dtypes`` (None: any; else only SKUs whose data dtypes are all in it; dtype-agnostic SKUs
+    always pass), and shard ``index`` of ``count`` (1-based: shard 1/1 is everything)."""
+
+    which: str = "core"
+    dtypes: Optional[FrozenSet[str]] = None
+    index: int = 1
+    count: int = 1
+
+    def __post_init__(self):
+        if self.which not in tiers.SETS:
+            raise ValueError(f"unknown SKU set {self.which!r}; known: {', '.join(tiers.SETS)}")
+        if not (self.count >= 1 and 1 <= self.index <= self.count):
+            raise ValueError(f"shard {self.index}/{self.count}: need 1 <= K <= N")
+        if self.dtypes is not None:
+            unknown = set(self.dtypes) - tiers.ALL_DTYPES
+            if unknown:
+                raise ValueError(f"unknown dtype(s) {', '.join(sorted(unknown))}; known: "
+                                 f"{', '.join(sorted(tiers.ALL_DTYPES - {'any'}))}")
+
+    def skus(self, t: KernelTemplate, arch: str) -> Tuple[Knobs, ...]:
+        """The SKUs of ``t`` for ``arch`` in the set and the dtype filter (before sharding)."""
+        ks = tiers.select(t, t.skus(arch), arch, self.which)
+        if self.dtypes is not None:
+            ks = tuple(k for k in ks if tiers.data_dtypes(t.thaw(k)) <= self.dtypes | {"any"})
+        return ks
+
+
 def plan_jobs(templates: Sequence[KernelTemplate], arches: Sequence[ArchSku],
-              cache: KernelCache) -> List[Job]:
-    """Every SKU of ``templates`` for every arch (arch-major order), flagged when cached."""
+              cache: KernelCache, selection: Selection = Selection()) -> List[Job]:
+    """The selected SKUs of ``templates`` for every arch (arch-major order), flagged when cached;
+    with a shard, every ``count``-th SKU of each arch's (template, SKU id)-sorted list."""
     out = []
     for a in arches:
-        for t in templates:
-            for knobs in t.skus(a.value):
+        every = sorted(((t, k) for t in templates for k in selection.skus(t, a.value)),
+                       key=lambda tk: (tk[0].name, tk[0].sku_id(tk[1])))
+        for i, (t, knobs) in enumerate(every):
+            if i % selection.count == selection.index - 1:
                 out.append(Job(t, knobs, a, cache.get(t, knobs, a.value) is not None))
     return out
 
@@ -66,8 +104,9 @@ def error_line(t: KernelTemplate, e: BaseException, limit: int = 300) -> str:
 
 
 def prebuild(templates: Sequence[KernelTemplate], arches: Sequence[ArchSku], jobs: int,
-             cache: KernelCache, console=None) -> Dict[Tuple[str, str], Tally]:
-    """Compile every SKU of the selection that is not cached yet and store it; returns the
+             cache: KernelCache, console=None,
+             selection: Selection = Selection()) -> Dict[Tuple[str, str], Tally]:
+    """Compile every selected SKU that is not cached yet and store it; returns the
     (family, arch) → :class:`Tally` table.  Failures are recorded, never raised."""
     from rich.console import Console
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
@@ -80,7 +119,7 @@ def prebuild(templates: Sequence[KernelTemplate], arches: Sequence[ArchSku], job
     tally: Dict[Tuple[str, str], Tally] = defaultdict(Tally)
     pending = deque()
     left = defaultdict(int)  # arch -> SKUs not finished yet
-    for j in plan_jobs(templates, arches, cache):
+    for j in plan_jobs(templates, arches, cache, selection):
         key = (j.template.family, j.arch.value)
         if j.cached:
             tally[key].cached += 1
@@ -122,8 +161,6 @@ def prebuild(templates: Sequence[KernelTemplate], arches: Sequence[ArchSku], job
                         tally[key].failed += 1
                         tally[key].errors.append(f"{j.template.name}({knob_key(j.knobs)}) "
                                                  f"@{j.arch.value}: {error_line(j.template, e)}")
-                        if isinstance(e, BrokenProcessPool):
-                            compiler.shutdown(j.arch, wait=False)  # next submit starts afresh
                     done_n += 1
                     left[j.arch] -= 1
                     if left[j.arch] == 0:

@@ -122,10 +122,12 @@ class KernelTemplate:
         return source_closure(self.module)
 
     def source_hash(self) -> str:
-        """sha256 (16 hex) over the text of :meth:`source_modules` and the ABI; read from disk
-        without importing them, so a deployed host without the DSL can compute it."""
+        """sha256 (16 hex) over the compile recipe, the text of :meth:`source_modules` and the
+        ABI; read from disk without importing them, so a deployed host without the DSL can
+        compute it."""
         if not self._hash:
             h = hashlib.sha256(self.name.encode())
+            h.update(COMPILE_RECIPE.encode())
             for mod in self.source_modules():
                 with open(_origin(mod), "rb") as f:
                     h.update(f.read())
@@ -158,10 +160,22 @@ def _is_module(name: str) -> bool:
 _CLOSURE: Dict[str, Tuple[str, ...]] = {}
 
 
+#: bump when :mod:`.compile_one` changes anything that reaches a cubin (DSL options, its
+#: environment): the JIT machinery itself is not part of any template's source hash
+COMPILE_RECIPE = "cute.compile;keep=cubin,ptx;1"
+
+
+def _is_jit_machinery(mod: str, top: str) -> bool:
+    """The ``<top>.jit`` package (registry, compiler, cache): how kernels are compiled and stored,
+    not what they are, so editing it never invalidates a cached kernel."""
+    return mod == f"{top}.jit" or mod.startswith(f"{top}.jit.")
+
+
 def source_closure(module: str) -> Tuple[str, ...]:
     """``module`` and every module of its top-level package that it imports (at module level or
-    inside functions), transitively, in first-seen order; package ``__init__`` files count only
-    when a name is imported from the package itself."""
+    inside functions), transitively, in first-seen order, except the JIT machinery
+    (``<top>.jit``: see :data:`COMPILE_RECIPE`); package ``__init__`` files count only when a name
+    is imported from the package itself."""
     hit = _CLOSURE.get(module)
     if hit is not None:
         return hit
@@ -169,7 +183,7 @@ def source_closure(module: str) -> Tuple[str, ...]:
     seen, todo = [], [module]
     while todo:
         mod = todo.pop(0)
-        if mod in seen:
+        if mod in seen or _is_jit_machinery(mod, top):
             continue
         seen.append(mod)
         path = _origin(mod)

@@ -17,6 +17,7 @@ op family.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from typing import Iterable, Optional, Tuple
 
@@ -46,11 +47,15 @@ __all__ = ["FAMILIES", "EXTRA_TEMPLATES_ENV", "PUBLIC", "all_families", "all_tem
 
 
 def load_specs(families: Optional[Iterable[str]] = None) -> None:
-    """Import the spec packages of ``families`` (default: every family) and the extra template
-    modules named by :data:`EXTRA_TEMPLATES_ENV`, registering their templates."""
+    """Import the spec packages of ``families`` (default: every family), registering their
+    templates, with each family's ``core_set`` module (its rules for the default prebuild set,
+    :mod:`baracuda_dsl.jit.tiers`), and the extra template modules named by
+    :data:`EXTRA_TEMPLATES_ENV`."""
     for fam in FAMILIES if families is None else families:
         if fam in FAMILIES:
             importlib.import_module(f".{fam}.specs", __name__)
+            if importlib.util.find_spec(f"{__name__}.{fam}.core_set") is not None:
+                importlib.import_module(f".{fam}.core_set", __name__)  # prebuild's core set
     for mod in os.environ.get(EXTRA_TEMPLATES_ENV, "").split(","):
         if mod.strip():
             importlib.import_module(mod.strip())

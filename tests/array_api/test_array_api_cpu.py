@@ -82,6 +82,63 @@ def test_views_without_memory():
     assert tv.shape == (3, 4) and tv.strides == (-12, 1) and tv.dtype == bd.float32
 
 
+class _HostCAI:
+    """numpy's ``__array_interface__`` (same fields as CAI v3 but ``stream``) over a CAI dict:
+    reading host-backed fake arrays through it checks the dict's meaning without a GPU."""
+
+    def __init__(self, cai):
+        self.__array_interface__ = {k: v for k, v in cai.items() if k != "stream"}
+
+
+def test_cuda_array_interface_dict():
+    host = np.arange(48, dtype=np.float32)
+    x = _fake((6, 8), (8, 1), ptr=host.ctypes.data)
+    cai = x.__cuda_array_interface__
+    assert cai == {"shape": (6, 8), "typestr": "<f4", "data": (host.ctypes.data, False),
+                   "strides": None, "version": 3, "stream": 1}
+    assert isinstance(cai["data"][0], int) and cai["stream"] not in (0, None)
+    ref = host.reshape(6, 8)
+    for view, want in [(x[:, ::2], ref[:, ::2]), (x.T, ref.T), (x[2:, 3:], ref[2:, 3:]),
+                       (x[::-1, 1], ref[::-1, 1]), (x[1:2, :], ref[1:2, :]), (x[3, 4], ref[3, 4]),
+                       (xp.broadcast_to(x[:1], (3, 6, 8)), np.broadcast_to(ref[:1], (3, 6, 8)))]:
+        c = view.__cuda_array_interface__
+        assert c["data"][0] == view._ptr and c["shape"] == view.shape
+        assert c["strides"] == (None if view.is_contiguous() else
+                                tuple(4 * s for s in view.strides))
+        np.testing.assert_array_equal(np.asarray(_HostCAI(c)), want)
+    assert x[2:, 3:].__cuda_array_interface__["data"][0] == host.ctypes.data + (2 * 8 + 3) * 4
+    assert x[:, ::2].__cuda_array_interface__["strides"] == (32, 8)
+    assert x.T.__cuda_array_interface__["strides"] == (4, 32)
+    assert x[1:2, :].__cuda_array_interface__["strides"] is None    # extent-1 dims: still dense
+    e = x[3:3]
+    assert e.__cuda_array_interface__ == {"shape": (0, 8), "typestr": "<f4", "data": (0, False),
+                                          "strides": None, "version": 3, "stream": 1}
+    want = {xp.bool: "|b1", xp.int8: "|i1", xp.uint8: "|u1", xp.int16: "<i2", xp.uint16: "<u2",
+            xp.int32: "<i4", xp.uint32: "<u4", xp.int64: "<i8", xp.uint64: "<u8",
+            xp.float16: "<f2", xp.float32: "<f4", xp.float64: "<f8", xp.complex64: "<c8",
+            xp.complex128: "<c16"}
+    for dt, ts in want.items():
+        c = _fake((2, 3), (3, 1), dt).__cuda_array_interface__
+        assert c["typestr"] == ts and bd.dtypes.from_typestr(ts) is dt
+        assert np.dtype(ts).itemsize == dt.itemsize
+    for dt in (xp.bfloat16, bd.float8_e4m3, bd.float8_e5m2):
+        y = _fake((2, 3), (3, 1), dt)
+        assert not hasattr(y, "__cuda_array_interface__")
+        with pytest.raises(AttributeError, match="DLPack"):
+            y.__cuda_array_interface__
+        assert bd.dtypes.to_typestr(dt) is None
+
+
+def test_cuda_array_interface_bool_int_values():
+    for npd, dt in ((np.bool_, xp.bool), (np.int16, xp.int16), (np.uint64, xp.uint64)):
+        host = (np.arange(12) % 3).astype(npd)
+        x = _fake((3, 4), (4, 1), dt, ptr=host.ctypes.data)
+        for v, want in ((x, host.reshape(3, 4)), (x[:, 1::2], host.reshape(3, 4)[:, 1::2])):
+            got = np.asarray(_HostCAI(v.__cuda_array_interface__))
+            assert got.dtype == npd
+            np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("max_version", [None, (1, 0)])
 def test_dlpack_export_capsule(max_version):
     from array_api._dlpack import _LIVE

@@ -200,8 +200,12 @@ def test_iinfo_matches_numpy(name):
 def test_namespace_info():
     info = xp.__array_namespace_info__()
     caps = info.capabilities()
-    assert caps == {"boolean indexing": False, "data-dependent shapes": True,
+    # x[mask] / x[mask] = v, nonzero and unique_* are supported; rank is capped at 8
+    assert caps == {"boolean indexing": True, "data-dependent shapes": True,
                     "max dimensions": 8}
+    assert all(callable(getattr(xp, f)) for f in ("nonzero", "unique_values", "unique_all"))
+    with pytest.raises(ValueError, match="rank 9"):
+        xp.zeros((1,) * (caps["max dimensions"] + 1))
     assert info.default_dtypes() == {"real floating": xp.float32, "complex floating":
                                      xp.complex64, "integral": xp.int64, "indexing": xp.int64}
     assert info.default_dtypes(device=xp.Device(0))["integral"] == xp.int64

@@ -433,3 +433,25 @@ def test_prune_removes_only_stale_entries(tmp_path, monkeypatch):
     assert cache.prune([t]) == 1
     assert not os.path.exists(stale)
     assert cache.get(t, k, "sm80") is not None
+
+
+def test_jit_machinery_is_not_kernel_source():
+    """Editing the compiler / cache / registry must not invalidate cached kernels: no template's
+    source closure holds a ``baracuda_dsl.jit`` module, and the compile recipe is hashed instead."""
+    from baracuda_dsl.jit import template as tmpl
+    from baracuda_dsl.ops import all_templates
+
+    for t in all_templates():
+        mods = t.source_modules()
+        assert mods[0] == t.module
+        assert not [m for m in mods if m == "baracuda_dsl.jit" or m.startswith("baracuda_dsl.jit.")]
+    t = all_templates()[0]
+    old = t.source_hash()
+    try:
+        t._hash.clear()
+        tmpl.COMPILE_RECIPE, saved = tmpl.COMPILE_RECIPE + "x", tmpl.COMPILE_RECIPE
+        assert t.source_hash() != old
+    finally:
+        tmpl.COMPILE_RECIPE = saved
+        t._hash.clear()
+    assert t.source_hash() == old

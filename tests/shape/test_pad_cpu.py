@@ -4,6 +4,7 @@ encoding, SKU space, the host geometry checked by emulating the kernels' index m
 cross-compiling samples of every template for sm80 / sm89 / sm90a."""
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -117,6 +118,69 @@ def test_fill_bits():
     assert _fill_bits(1.0, bd.complex128) == 0x3FF0000000000000
     assert _fill_bits(1.00390625, bd.bfloat16) == 0x3F80        # ties to even
     assert _fill_bits(1.01171875, bd.bfloat16) == 0x3F82
+
+
+# (value, bits) per format, derived by hand: sign | exponent (bias 127 / 7 / 15) | mantissa
+_MINIFLOAT_BITS = {
+    "bfloat16": [(1.0, 0x3F80), (-2.5, 0xC020), (448.0, 0x43E0), (0.0, 0x0000),
+                 (-0.0, 0x8000), (1 + 2 ** -8, 0x3F80), (1 + 3 * 2 ** -8, 0x3F82),
+                 (1 + 2 ** -8 + 2 ** -30, 0x3F81),  # just above a tie: through f32 it'd be 0x3F80
+                 (2.0 ** -133, 0x0001), (math.inf, 0x7F80), (-math.inf, 0xFF80)],
+    "float8_e4m3": [(1.0, 0x38), (-2.5, 0xC2), (448.0, 0x7E), (-448.0, 0xFE), (464.0, 0x7E),
+                    (0.0, 0x00), (-0.0, 0x80), (1.0625, 0x38), (1.1875, 0x3A), (2.0 ** -9, 0x01),
+                    (2.0 ** -10, 0x00), (0.01, 0x05)],
+    "float8_e5m2": [(1.0, 0x3C), (-2.5, 0xC1), (448.0, 0x5F), (57344.0, 0x7B), (0.0, 0x00),
+                    (-0.0, 0x80), (1.125, 0x3C), (1.375, 0x3E), (2.0 ** -16, 0x01),
+                    (math.inf, 0x7C), (-math.inf, 0xFC)],
+}
+_MINIFLOAT_OVERFLOW = {"bfloat16": [1e39, -1e39, 2.0 ** 128, 10 ** 400],
+                       "float8_e4m3": [1e6, 464.001, -480.0, 10 ** 400],
+                       "float8_e5m2": [1e6, 61440.0, -65536.0, 10 ** 400]}
+
+
+@pytest.mark.parametrize("name", sorted(_MINIFLOAT_BITS))
+def test_fill_bits_minifloats(name):
+    """bf16 / fp8 pad values: round to nearest even exactly from float64 (no torch, no float32
+    step); a finite value that overflows raises; NaN and ±inf are kept (inf becomes NaN in
+    e4m3, which has none)."""
+    dt = getattr(bd, name)
+    for v, bits in _MINIFLOAT_BITS[name]:
+        assert _fill_bits(v, dt) == bits, (name, v, hex(_fill_bits(v, dt)), hex(bits))
+    for v in _MINIFLOAT_OVERFLOW[name]:
+        with pytest.raises(bd.InvalidProblemError):
+            _fill_bits(v, dt)
+    nan = _fill_bits(math.nan, dt)
+    assert nan == {"bfloat16": 0x7FC0, "float8_e4m3": 0x7F, "float8_e5m2": 0x7E}[name]
+    if name == "float8_e4m3":
+        assert _fill_bits(math.inf, dt) == 0x7F and _fill_bits(-math.inf, dt) == 0xFF
+    assert _fill_bits(np.float32(1.0), dt) == _fill_bits(1, dt) == _fill_bits(True, dt)
+    with pytest.raises(bd.InvalidProblemError):
+        _fill_bits(1 + 1j, dt)
+    assert PadDescriptor((4,), ((1, 1),), dtype=dt, value=-2.5).value == -2.5
+    with pytest.raises(bd.InvalidProblemError):
+        PadDescriptor((4,), ((1, 1),), dtype=dt, value=1e300)
+
+
+def test_fill_bits_minifloats_match_ml_dtypes():
+    """Cross-check against ml_dtypes on float32-exact values (ml_dtypes converts float64
+    through float32, so only values with one rounding compare)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    vals = [1.0, -2.5, 448.0, 464.0, 0.0, -0.0, 1 + 2 ** -8, 1 + 3 * 2 ** -8, 1.0625, 1.1875,
+            1.125, 1.375, 0.01, 3.3e-3, -7.77, 240.5, 2.0 ** -9, 2.0 ** -10, 3 * 2.0 ** -10,
+            2.0 ** -17, 1000.0, -57344.0, 2.0 ** -133]
+    rng = np.random.default_rng(3)
+    vals += [float(np.float32(v)) for v in rng.standard_normal(200) * 40]
+    for name, mt in (("bfloat16", ml_dtypes.bfloat16), ("float8_e4m3", ml_dtypes.float8_e4m3fn),
+                     ("float8_e5m2", ml_dtypes.float8_e5m2)):
+        dt = getattr(bd, name)
+        ref = np.array(vals, np.float32).astype(mt)
+        for v, r, b in zip(vals, ref.astype(np.float64).tolist(),
+                           ref.view(f"u{dt.itemsize}").tolist()):
+            if math.isfinite(r):
+                assert _fill_bits(v, dt) == b, (name, v, hex(_fill_bits(v, dt)), hex(b))
+            else:
+                with pytest.raises(bd.InvalidProblemError):
+                    _fill_bits(v, dt)
 
 
 def test_sku_space():
