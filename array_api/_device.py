@@ -3,6 +3,8 @@ uses: stream-ordered allocation, memset fills, host ↔ device copies (through c
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from baracuda_dsl.dlpack import KDL_CPU, KDL_CUDA_HOST
@@ -98,6 +100,9 @@ class _Block:
 #: the previous owner's kernels finish first), as torch's caching allocator does.
 _FREE: dict = {}
 _CACHED = [0]
+#: guards _FREE / _CACHED across threads; reentrant because a block's finaliser (_release) may
+#: run from the garbage collector while this thread holds it
+_FREE_LOCK = threading.RLock()
 CACHE_LIMIT = 1 << 30  # bytes kept in the free lists; above it blocks go back to the pool
 _MIN_CLASS = 512
 
@@ -111,22 +116,28 @@ def _size_class(nbytes: int) -> int:
 
 
 def _release(block: "_Block") -> None:
-    if _CACHED[0] + block.key[1] > CACHE_LIMIT:
-        block.buf.close()
-        return
-    _FREE.setdefault(block.key, []).append(block.buf)
-    _CACHED[0] += block.key[1]
+    with _FREE_LOCK:
+        if _CACHED[0] + block.key[1] <= CACHE_LIMIT:
+            _FREE.setdefault(block.key, []).append(block.buf)
+            _CACHED[0] += block.key[1]
+            return
+    from baracuda_dsl.runtime.device import bind_thread
+
+    bind_thread(block.key[0])        # the last owner may die on a thread that never used CUDA
+    block.buf.close()
 
 
 def allocate(nbytes: int, device: Device):
     """(pointer, owner) of a device allocation of at least ``nbytes`` (≥ 1) bytes: a cached
     block of the size class when one is free, else a fresh stream-ordered pool buffer."""
     key = (device.ordinal, _size_class(int(nbytes)))
-    free = _FREE.get(key)
-    if free:
-        buf = free.pop()
-        _CACHED[0] -= key[1]
-    else:
+    buf = None
+    with _FREE_LOCK:
+        free = _FREE.get(key)
+        if free:
+            buf = free.pop()
+            _CACHED[0] -= key[1]
+    if buf is None:
         from baracuda_dsl.runtime.memory import allocate as _alloc
 
         buf = _alloc(key[1], None, device.ordinal)
@@ -137,11 +148,29 @@ def allocate(nbytes: int, device: Device):
 def empty_cache() -> None:
     """Return every cached free block to the device pool (extension; like
     ``torch.cuda.empty_cache``)."""
-    for bufs in _FREE.values():
-        for b in bufs:
-            b.close()
-    _FREE.clear()
-    _CACHED[0] = 0
+    with _FREE_LOCK:
+        bufs = [b for bs in _FREE.values() for b in bs]
+        _FREE.clear()
+        _CACHED[0] = 0
+    for b in bufs:
+        b.close()
+
+
+def _bind() -> None:
+    """The current device's context current on the calling thread (driver calls need it)."""
+    from baracuda_dsl.runtime.device import bind_thread, current_device_ordinal
+
+    bind_thread(current_device_ordinal())
+
+
+def _register_release_hook() -> None:
+    from baracuda_dsl.runtime.memory import RELEASE_HOOKS
+
+    if empty_cache not in RELEASE_HOOKS:
+        RELEASE_HOOKS.append(empty_cache)     # an out-of-memory retry frees our cached blocks
+
+
+_register_release_hook()
 
 
 def memset(ptr: int, pattern: bytes, count: int, stream: int = 0) -> bool:
@@ -152,6 +181,7 @@ def memset(ptr: int, pattern: bytes, count: int, stream: int = 0) -> bool:
     n = len(pattern)
     if count == 0:
         return True
+    _bind()
     if pattern == pattern[:1] * n:
         _check("cuMemsetD8Async", driver.cuMemsetD8Async(ptr, pattern[0], count * n, stream))
         return True
@@ -171,6 +201,7 @@ def htod(ptr: int, host: np.ndarray) -> None:
     from cuda.bindings import driver
 
     if host.nbytes:
+        _bind()
         _check("cuMemcpyHtoD", driver.cuMemcpyHtoD(ptr, host.ctypes.data, host.nbytes))
 
 
@@ -179,6 +210,7 @@ def dtoh(host: np.ndarray, ptr: int) -> None:
     from cuda.bindings import driver
 
     if host.nbytes:
+        _bind()
         _check("cuMemcpyDtoH", driver.cuMemcpyDtoH(host.ctypes.data, ptr, host.nbytes))
 
 
@@ -186,6 +218,7 @@ def stream_wait_default(stream: int) -> None:
     """Make ``stream`` wait for the work enqueued so far on the legacy default stream."""
     from cuda.bindings import driver
 
+    _bind()
     flags = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
     ev = _check("cuEventCreate", driver.cuEventCreate(flags))
     try:

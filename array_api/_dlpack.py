@@ -10,6 +10,7 @@ destructor when nobody consumed it) drops that entry.
 from __future__ import annotations
 
 import ctypes
+import logging
 
 import numpy as np
 
@@ -26,7 +27,17 @@ _LIVE: dict = {}
 
 @_DELETER_T
 def _deleter(addr):
-    _LIVE.pop(addr, None)
+    """Release one export.  Runs inside the consumer's C code (any thread), so it never raises:
+    a failure while dropping the exported Array is reported on the ``baracuda_dsl`` logger."""
+    try:
+        entry = _LIVE.pop(addr, None)
+        del entry                       # the exported Array may free its memory here
+    except BaseException as e:          # noqa: BLE001 - nothing may escape a C callback
+        try:
+            logging.getLogger("baracuda_dsl").warning(
+                "DLPack deleter: releasing an export failed: %s: %s", type(e).__name__, e)
+        except BaseException:           # noqa: BLE001 - interpreter shutdown
+            pass
 
 
 _DELETER_ADDR = ctypes.cast(_deleter, ctypes.c_void_p).value

@@ -13,7 +13,8 @@ from .dtypes import (FP4, DType, bfloat16, bool_, complex64, complex128, float8_
                      float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32,
                      uint64)
 from .errors import (BaracudaError, BufferTooSmallError, CompileError, DeviceMismatchError,
-                     DriverError, InvalidProblemError, KernelNotCachedError,
+                     DeviceOutOfMemoryError, DriverError, InvalidProblemError,
+                     KernelNotCachedError,
                      MisalignedOperandError, NoDeviceError, UnsupportedError,
                      WorkspaceTooSmallError)
 from .ops import PUBLIC as _ops_public
@@ -31,6 +32,7 @@ __all__ = [
     "BaracudaError", "UnsupportedError", "InvalidProblemError", "DeviceMismatchError",
     "MisalignedOperandError", "BufferTooSmallError", "WorkspaceTooSmallError",
     "KernelNotCachedError", "CompileError", "DriverError", "NoDeviceError",
+    "DeviceOutOfMemoryError",
     "TensorView", "as_view", "MAX_RANK",
     "ArchSku", "BackendKind", "OpCategory", "KernelSku", "PrecisionGuarantee", "PlanPreference",
     "Workspace",

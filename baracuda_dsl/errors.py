@@ -77,5 +77,17 @@ class DriverError(BaracudaError, RuntimeError):
         super().__init__(f"{call} failed: {status}")
 
 
+class DeviceOutOfMemoryError(BaracudaError, MemoryError):
+    """A device allocation could not be satisfied, even after the cached free blocks were
+    handed back to the driver and the allocation retried once."""
+
+    def __init__(self, nbytes: int, ordinal: int, detail: str = ""):
+        self.nbytes = nbytes
+        self.ordinal = ordinal
+        super().__init__(f"out of memory on CUDA device {ordinal}: could not allocate "
+                         f"{nbytes} bytes ({nbytes / 2**30:.2f} GiB) after releasing cached "
+                         f"blocks{': ' + detail if detail else ''}")
+
+
 class NoDeviceError(BaracudaError, RuntimeError):
     """No CUDA device / driver is available on this machine."""

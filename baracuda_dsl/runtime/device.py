@@ -1,9 +1,16 @@
 """Current device and its arch, through ``cuda.core`` (imported lazily: importing this package
-must work on a machine without a GPU or driver)."""
+must work on a machine without a GPU or driver).
+
+CUDA binds a context to each host thread separately: :func:`bind_thread` makes the device's
+primary context current on the calling thread the first time that thread needs it (a
+thread-local check afterwards), and every entry that talks to the driver — kernel launches,
+allocations, copies, synchronisation, :func:`get_device` — calls it, so the library works from
+any thread (web servers, data loaders, joblib's threading backend)."""
 
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Optional
 
 from ..errors import NoDeviceError
@@ -39,14 +46,37 @@ def has_gpu() -> bool:
     return device_count() > 0
 
 
+#: per-thread state: ``devices`` (this thread's cuda.core Device objects by ordinal) and
+#: ``current`` (the ordinal whose primary context this thread has made current)
+THREAD_STATE = threading.local()
+
+
 @functools.lru_cache(maxsize=None)
-def get_device(ordinal: int = 0):
-    """The ``cuda.core.Device`` for ``ordinal``, made current (primary context) once."""
+def _check_ordinal(ordinal: int) -> None:
     if device_count() <= ordinal:
         raise NoDeviceError(f"no CUDA device {ordinal} (visible: {device_count()})")
-    dev = _core().Device(ordinal)
-    dev.set_current()
+
+
+def bind_thread(ordinal: int = 0):
+    """The calling thread's ``cuda.core.Device`` for ``ordinal``, with the device's primary
+    context made current on this thread when it is not already (cuda.core's Device objects are
+    per thread, so each thread keeps its own)."""
+    devs = getattr(THREAD_STATE, "devices", None)
+    if devs is None:
+        devs = THREAD_STATE.devices = {}
+    dev = devs.get(ordinal)
+    if dev is None:
+        _check_ordinal(ordinal)
+        dev = devs[ordinal] = _core().Device(ordinal)
+    if getattr(THREAD_STATE, "current", None) != ordinal:
+        dev.set_current()
+        THREAD_STATE.current = ordinal
     return dev
+
+
+def get_device(ordinal: int = 0):
+    """The ``cuda.core.Device`` for ``ordinal``, its primary context current on this thread."""
+    return bind_thread(ordinal)
 
 
 def current_device_ordinal() -> int:

@@ -2,14 +2,45 @@
 
 ``allocate(nbytes, stream)`` returns a ``cuda.core.Buffer``; freeing it (``close()`` or garbage
 collection) returns the memory to the pool in stream order, so temporaries cost no
-``cudaMalloc``/``cudaFree`` round trip.
+``cudaMalloc``/``cudaFree`` round trip.  An allocation the device cannot satisfy runs the
+registered release hooks (caches above the pool, e.g. the array namespace's free lists), trims
+the pool, retries once, and then raises :class:`~baracuda_dsl.errors.DeviceOutOfMemoryError`
+(a ``MemoryError``).
 """
 
 from __future__ import annotations
 
 import functools
+from typing import Callable, List
 
+from ..errors import DeviceOutOfMemoryError
 from .device import current_device_ordinal, get_device
+
+#: callables run before an out-of-memory retry; each hands cached device memory back
+RELEASE_HOOKS: List[Callable[[], None]] = []
+
+
+def _is_out_of_memory(e: BaseException) -> bool:
+    text = str(e)
+    return "OUT_OF_MEMORY" in text or "out of memory" in text.lower()
+
+
+def _release_cached(ordinal: int, stream) -> None:
+    """Run the release hooks, wait for pending frees, and trim the pool to nothing."""
+    for hook in list(RELEASE_HOOKS):
+        hook()
+    import gc
+
+    gc.collect()
+    from cuda.bindings import driver
+
+    get_device(ordinal).sync()
+    try:
+        err, pool = driver.cuDeviceGetMemPool(ordinal)
+        if int(err) == 0:
+            driver.cuMemPoolTrimTo(pool, 0)
+    except Exception:  # noqa: BLE001 - trimming is best effort
+        pass
 
 
 @functools.lru_cache(maxsize=None)
@@ -26,7 +57,19 @@ def allocate(nbytes: int, stream=None, ordinal: int | None = None):
     ordinal = current_device_ordinal() if ordinal is None else ordinal
     mr = memory_resource(ordinal)
     s = as_core_stream(stream, ordinal)
-    return mr.allocate(max(int(nbytes), 1), stream=s)
+    n = max(int(nbytes), 1)
+    try:
+        return mr.allocate(n, stream=s)
+    except Exception as e:  # cuda.core's CUDAError
+        if not _is_out_of_memory(e):
+            raise
+    _release_cached(ordinal, s)
+    try:
+        return mr.allocate(n, stream=s)
+    except Exception as e:
+        if not _is_out_of_memory(e):
+            raise
+        raise DeviceOutOfMemoryError(n, ordinal, str(e).splitlines()[0]) from None
 
 
 def as_core_stream(stream, ordinal):

@@ -14,13 +14,14 @@ from typing import Dict, Sequence, Tuple
 
 from ..abi import ArgPack, Artifact, Param
 from ..errors import DriverError
+from .device import THREAD_STATE, bind_thread
 
 
 class LoadedKernel:
     """A kernel entry resident on one device, ready to launch."""
 
-    __slots__ = ("artifact", "kernel", "handle", "threads", "smem", "cluster", "_pack", "_launch",
-                 "_launch_ex", "_local")
+    __slots__ = ("artifact", "kernel", "handle", "threads", "smem", "cluster", "ordinal", "_pack",
+                 "_launch", "_launch_ex", "_local")
 
     def __init__(self, artifact: Artifact, ordinal: int):
         from cuda.bindings import driver
@@ -29,6 +30,7 @@ class LoadedKernel:
         from .device import get_device
 
         get_device(ordinal)
+        self.ordinal = ordinal
         obj = ObjectCode.from_cubin(artifact.cubin, name=artifact.meta.get("template", ""))
         self.kernel = obj.get_kernel(artifact.entry)
         self.artifact = artifact
@@ -60,6 +62,8 @@ class LoadedKernel:
         """Launch on ``stream`` (raw handle) with ``grid`` blocks and the compiled block size;
         SKUs compiled for thread-block clusters go through ``cuLaunchKernelEx`` with the cluster
         dimension attribute (``grid[0]`` must be a multiple of the cluster size)."""
+        if getattr(THREAD_STATE, "current", None) != self.ordinal:
+            bind_thread(self.ordinal)               # first launch from this thread
         addr = self._argpack().set(args)
         if self.cluster == 1:
             (err,) = self._launch(self.handle, grid[0], grid[1], grid[2], self.threads, 1, 1,

@@ -42,6 +42,9 @@ def synchronize(stream=None) -> None:
     """Wait for ``stream`` (or the whole device when None)."""
     from cuda.bindings import driver
 
+    from .device import bind_thread, current_device_ordinal
+
+    bind_thread(current_device_ordinal())
     if stream is None:
         (err,) = driver.cuCtxSynchronize()
     else:

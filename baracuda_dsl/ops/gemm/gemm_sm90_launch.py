@@ -66,6 +66,9 @@ def max_active_clusters(lk, fallback: int) -> int:
         try:
             from cuda.bindings import driver
 
+            from ...runtime.device import bind_thread
+
+            bind_thread(lk.ordinal)   # the query needs the context current on this thread
             err, func = driver.cuKernelGetFunction(lk.handle)
             if int(err) == 0:
                 cfg = lk._cluster_config((lk.cluster * fallback, 1, 1), 0)
