@@ -1,8 +1,17 @@
-"""Shared fixtures: the ``gpu`` marker skips cleanly on machines without a CUDA device."""
+"""Shared fixtures: the ``gpu`` marker skips cleanly on machines without a CUDA device.
+
+On a GPU host a green run must mean every test that could run did: a test that skips because a
+module the host is known to have is missing fails instead, and so does a ``gpu`` test that skips
+for any reason but a documented capability (a skip reason starting with ``capability:``, e.g. a
+feature the device lacks).  ``BARACUDA_DSL_TEST_EXPECT_GPU=1`` (the GPU runs set it) turns a GPU
+probe that finds no device — or fails — into an error instead of a run of skips."""
 
 import os
 
 import pytest
+
+
+EXPECT_GPU = os.environ.get("BARACUDA_DSL_TEST_EXPECT_GPU", "") == "1"
 
 
 def _has_gpu() -> bool:
@@ -11,10 +20,20 @@ def _has_gpu() -> bool:
 
         return has_gpu()
     except Exception:
+        if EXPECT_GPU:
+            raise
         return False
 
 
 HAS_GPU = _has_gpu()
+#: skip reasons a gpu test may give on a GPU host (documented capabilities)
+CAPABILITY_PREFIX = "capability:"
+
+
+def pytest_configure(config):
+    if EXPECT_GPU and not HAS_GPU:
+        pytest.exit("BARACUDA_DSL_TEST_EXPECT_GPU=1 but no CUDA GPU is visible: refusing to "
+                    "report GPU tests as skipped", returncode=3)
 
 #: modules every GPU host of this project has (shared/gpu/README.md: the host image plus the
 #: wheels .gpu/ carries); there a test that skips because one is missing fails instead, so a
@@ -44,6 +63,10 @@ def pytest_runtest_makereport(item, call):
         rep.outcome = "failed"
         rep.longrepr = (f"{missing[0]} is missing on this GPU host: the test would have skipped "
                         f"({msg})")
+    elif item.get_closest_marker("gpu") is not None and not msg.startswith(CAPABILITY_PREFIX):
+        rep.outcome = "failed"
+        rep.longrepr = (f"a gpu test skipped on a GPU host for a reason that is not a documented "
+                        f"capability ({CAPABILITY_PREFIX} ...): {msg}")
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ def _mods():
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
     if torch.cuda.get_device_capability() < (8, 9):
-        pytest.skip("fp8 tensor cores need sm89 or sm90a")
+        pytest.skip("capability: fp8 tensor cores need sm89 or sm90a")
     from baracuda_dsl.ops.gemm import gemm_fp8
 
     return torch, gemm_fp8
@@ -148,7 +148,7 @@ def _hopper(torch):
 def test_tiles(tile):
     torch, _ = _mods()
     if tile and tile.startswith("wgmma") and not _hopper(torch):
-        pytest.skip("wgmma tiles need sm90a")
+        pytest.skip("capability: wgmma tiles need sm90a")
     plan, _ = _run(300, 260, 208, out="f32", tile=tile, sb_shape="col")
     knobs = dict(plan.sku().knobs)
     if tile is None:
@@ -168,7 +168,7 @@ def test_both_kernels_every_pair(tile, pair):
     and per-column scales, bias, column-major c."""
     torch, _ = _mods()
     if tile.startswith("wgmma") and not _hopper(torch):
-        pytest.skip("wgmma tiles need sm90a")
+        pytest.skip("capability: wgmma tiles need sm90a")
     _run(300, 390, 1040, *pair, "bf16", sa_shape="row", sb_shape="col", bias=True, tile=tile)
     _run(17, 130, 48, *pair, "f32", sa_shape="tensor", sb_shape="col2", tile=tile,
          c_layout="col")
@@ -181,7 +181,7 @@ def test_wgmma_split_k(splits):
     residue, every output dtype, per-row / per-column scales."""
     torch, _ = _mods()
     if not _hopper(torch):
-        pytest.skip("wgmma split-K needs sm90a")
+        pytest.skip("capability: wgmma split-K needs sm90a")
     if splits is None:
         plan, _ = _run(64, 4096, 4096, sa_shape="row", sb_shape="col", bias=True)
         assert plan.splits == 4 and plan.sku().template == "gemm_sm90"
