@@ -310,7 +310,7 @@ def _cmd_archive(ns) -> int:
     import tarfile
     from collections import Counter
 
-    from .jit.cache import atomic_file, default_cache_dir, installed_dsl_version
+    from .jit.cache import atomic_file, default_cache_dir, entries, installed_dsl_version
     from .jit.inventory import LiveNames, classify
     from .ops import all_templates
 
@@ -318,14 +318,8 @@ def _cmd_archive(ns) -> int:
     root = os.path.abspath(ns.cache_dir or default_cache_dir())
     if ns.cmd == "pack":
         arches = None if ns.arch is None else set(_parse_list(ns.arch))
-        files = []
-        for dirpath, _, names in sorted(os.walk(root)):
-            rel = os.path.relpath(dirpath, root)
-            parts = rel.split(os.sep)
-            if arches is not None and (len(parts) < 2 or parts[1] not in arches):
-                continue
-            files += [(os.path.join(dirpath, f), os.path.join(rel, f))
-                      for f in sorted(names) if f.endswith(".bkc")]
+        files = [(path, rel) for path, rel, arch in entries(root)
+                 if arches is None or arch in arches]
         if not files:
             err.print(f"[red]error:[/] no cached kernels{' for ' + ','.join(sorted(arches)) if arches else ''}"
                       f" in {root}: nothing to pack (run prebuild first); no archive written",

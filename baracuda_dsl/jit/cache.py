@@ -104,10 +104,10 @@ class KernelCache:
         return (self.root,) + self.readonly_roots(arch)
 
     # -- paths
-    def _stem(self, dsl_version: str, arch: str, t: KernelTemplate, knobs: Knobs,
+    def _path(self, dsl_version: str, arch: str, t: KernelTemplate, knobs: Knobs,
               root: Optional[str] = None) -> str:
         return os.path.join(root or self.root, f"dsl-{dsl_version}", arch, t.name,
-                            f"{t.sku_id(knobs)}-{t.source_hash()}")
+                            entry_file(t, knobs))
 
     def _dsl_versions(self, root: Optional[str] = None, readonly: bool = False) -> Iterator[str]:
         v = installed_dsl_version()
@@ -126,18 +126,17 @@ class KernelCache:
         """The verified artifact, or None on a miss: this cache's root first (a corrupt entry
         there is removed), then the kernel packages' read-only roots."""
         for ver in self._dsl_versions():
-            art = self._read(self._stem(ver, arch, t, knobs))
+            art = self._read(self._path(ver, arch, t, knobs))
             if art is not None:
                 return art
         for root in self.readonly_roots(arch):
             for ver in self._dsl_versions(root, readonly=True):
-                art = self._read(self._stem(ver, arch, t, knobs, root), remove_corrupt=False)
+                art = self._read(self._path(ver, arch, t, knobs, root), remove_corrupt=False)
                 if art is not None:
                     return art
         return None
 
-    def _read(self, stem: str, remove_corrupt: bool = True) -> Optional[Artifact]:
-        path = stem + ".bkc"
+    def _read(self, path: str, remove_corrupt: bool = True) -> Optional[Artifact]:
         try:
             with open(path, "rb") as f:
                 blob = f.read()
@@ -161,13 +160,13 @@ class KernelCache:
             raise ValueError(f"{t.name}: kernel source changed while compiling "
                              f"({compiled_from} != {t.source_hash()}); compile again")
         ver = meta.get("dsl_version") or installed_dsl_version() or "unknown"
-        stem = self._stem(ver, arch, t, knobs)
-        os.makedirs(os.path.dirname(stem), exist_ok=True)
+        path = self._path(ver, arch, t, knobs)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         meta = dict(meta, cubin_sha256=hashlib.sha256(cubin).hexdigest(), template=t.name,
                     knobs=knob_key(knobs), arch=arch, source_hash=t.source_hash(), dsl_version=ver)
         header = json.dumps(meta, sort_keys=True).encode()
         body = _MAGIC + struct.pack("<I", len(header)) + header + cubin
-        _atomic_write(stem + ".bkc", body + hashlib.sha256(body).digest())
+        _atomic_write(path, body + hashlib.sha256(body).digest())
         return Artifact(cubin, meta)
 
     # -- inventory
@@ -178,7 +177,7 @@ class KernelCache:
         if not os.path.isdir(self.root):
             return 0
         for t in templates:
-            live = {f"{t.sku_id(k)}-{t.source_hash()}.bkc" for k in t.skus()}
+            live = {entry_file(t, k) for k in t.skus()}
             for ver in os.listdir(self.root):
                 base = os.path.join(self.root, ver)
                 if not (ver.startswith("dsl-") and os.path.isdir(base)):
@@ -199,15 +198,29 @@ class KernelCache:
     def count(self) -> Dict[str, int]:
         """Number of cached SKUs per arch (all DSL versions)."""
         out: Dict[str, int] = {}
-        if not os.path.isdir(self.root):
-            return out
-        for dirpath, _dirs, files in os.walk(self.root):
-            n = sum(1 for f in files if f.endswith(".bkc"))
-            if n:
-                rel = os.path.relpath(dirpath, self.root).split(os.sep)
-                arch = rel[1] if len(rel) > 1 else "?"
-                out[arch] = out.get(arch, 0) + n
+        for _path, _rel, arch in entries(self.root):
+            out[arch] = out.get(arch, 0) + 1
         return out
+
+
+def entries(root: str) -> Iterator[Tuple[str, str, str]]:
+    """Every ``.bkc`` file under a cache root, in sorted order: (path, path relative to the root
+    with '/' separators, arch folder or '?')."""
+    if not os.path.isdir(root):
+        return
+    for dirpath, dirs, files in os.walk(root):
+        dirs.sort()
+        for f in sorted(files):
+            if f.endswith(".bkc"):
+                path = os.path.join(dirpath, f)
+                rel = os.path.relpath(path, root).replace(os.sep, "/")
+                parts = rel.split("/")
+                yield path, rel, parts[1] if len(parts) > 2 else "?"
+
+
+def entry_file(t: KernelTemplate, knobs: Knobs) -> str:
+    """File name of one SKU's entry in any cache root: ``<sku-id>-<source-hash>.bkc``."""
+    return f"{t.sku_id(knobs)}-{t.source_hash()}.bkc"
 
 
 def decode_entry(blob: bytes) -> Optional[Artifact]:

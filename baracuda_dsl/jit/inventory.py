@@ -15,7 +15,7 @@ import os
 from collections import Counter
 from typing import Dict, FrozenSet, Iterable, Optional, Tuple
 
-from .cache import installed_dsl_version
+from .cache import entries, entry_file, installed_dsl_version
 
 KINDS = ("current", "other-dsl", "stale", "unknown")
 
@@ -34,8 +34,7 @@ class LiveNames:
             return None
         key = (template, arch)
         if key not in self._names:
-            h = t.source_hash()
-            self._names[key] = frozenset(f"{t.sku_id(k)}-{h}.bkc" for k in t.skus(arch))
+            self._names[key] = frozenset(entry_file(t, k) for k in t.skus(arch))
         return self._names[key]
 
 
@@ -61,12 +60,6 @@ def inventory(root: str, templates: Iterable) -> Dict[str, Counter]:
     live = LiveNames(templates)
     ver = installed_dsl_version()
     out: Dict[str, Counter] = {}
-    if not os.path.isdir(root):
-        return out
-    for dirpath, _dirs, files in os.walk(root):
-        for f in files:
-            if f.endswith(".bkc"):
-                rel = os.path.relpath(os.path.join(dirpath, f), root)
-                arch = rel.split(os.sep)[1] if rel.count(os.sep) >= 1 else "?"
-                out.setdefault(arch, Counter())[classify(rel, live, ver)] += 1
+    for _path, rel, arch in entries(root):
+        out.setdefault(arch, Counter())[classify(rel, live, ver)] += 1
     return out

@@ -29,12 +29,13 @@ import io
 import os
 import zipfile
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from .._version import __version__
 from ..errors import InvalidProblemError
 from ..vocabulary import ArchSku
 from .cache import KERNEL_CACHES_GROUP, atomic_file, decode_entry, version_key
+from .inventory import LiveNames
 from .template import KernelTemplate, registered
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip member can carry
@@ -79,13 +80,8 @@ class KernelSelection:
     other_versions: Dict[str, int] = field(default_factory=dict)
 
 
-def _live_names(templates: Iterable[KernelTemplate], arch: str) -> Dict[str, Set[str]]:
-    return {t.name: {f"{t.sku_id(k)}-{t.source_hash()}.bkc" for k in t.skus(arch)}
-            for t in templates}
-
-
 def _scan_version(root: str, ver: str, arch: str,
-                  live: Dict[str, Set[str]]) -> Tuple[List[Tuple[str, str]], int]:
+                  live: LiveNames) -> Tuple[List[Tuple[str, str]], int]:
     """Current entries (relative path, template) and the stale count under one DSL version."""
     base = os.path.join(root, f"dsl-{ver}", arch)
     current, stale = [], 0
@@ -96,7 +92,7 @@ def _scan_version(root: str, ver: str, arch: str,
         for f in sorted(os.listdir(d)):
             if f.startswith(".") or not f.endswith(".bkc"):
                 continue
-            if f in live.get(tname, ()):
+            if f in (live.get(tname, arch) or ()):
                 current.append((f"dsl-{ver}/{arch}/{tname}/{f}", tname))
             else:
                 stale += 1
@@ -108,7 +104,7 @@ def select_entries(cache_root: str, arch: str,
     """What :func:`build_kernel_wheel` would pack: the current entries of ``arch`` under the
     newest DSL version that has any (default templates: every one registered)."""
     arch = ArchSku.parse(arch).value
-    live = _live_names(registered() if templates is None else templates, arch)
+    live = LiveNames(registered() if templates is None else templates)
     try:
         versions = [n[4:] for n in os.listdir(cache_root) if n.startswith("dsl-")]
     except OSError:

@@ -46,6 +46,9 @@ __all__ = ["FAMILIES", "EXTRA_TEMPLATES_ENV", "PUBLIC", "all_families", "all_tem
            "get_template", "load_specs", *PUBLIC]
 
 
+_CORE_SETS_LOOKED_UP: set = set()   # families whose core_set module was looked for already
+
+
 def load_specs(families: Optional[Iterable[str]] = None) -> None:
     """Import the spec packages of ``families`` (default: every family), registering their
     templates, with each family's ``core_set`` module (its rules for the default prebuild set,
@@ -54,8 +57,10 @@ def load_specs(families: Optional[Iterable[str]] = None) -> None:
     for fam in FAMILIES if families is None else families:
         if fam in FAMILIES:
             importlib.import_module(f".{fam}.specs", __name__)
-            if importlib.util.find_spec(f"{__name__}.{fam}.core_set") is not None:
-                importlib.import_module(f".{fam}.core_set", __name__)  # prebuild's core set
+            if fam not in _CORE_SETS_LOOKED_UP:              # a file-system search: once
+                _CORE_SETS_LOOKED_UP.add(fam)
+                if importlib.util.find_spec(f"{__name__}.{fam}.core_set") is not None:
+                    importlib.import_module(f".{fam}.core_set", __name__)  # prebuild's core set
     for mod in os.environ.get(EXTRA_TEMPLATES_ENV, "").split(","):
         if mod.strip():
             importlib.import_module(mod.strip())
