@@ -45,7 +45,7 @@ from ._creation_functions import (arange, asarray, empty, empty_like, eye, from_
                                   full_like, linspace, meshgrid, ones, ones_like, tril, triu, zeros,
                                   zeros_like)
 from ._data_type_functions import astype, can_cast, result_type
-from ._device import Device
+from ._device import Device, empty_cache
 from ._dtypes import (bfloat16, bool, complex64, complex128, finfo, float16, float32, float64,
                       iinfo, int8, int16, int32, int64, isdtype, uint8, uint16, uint32, uint64)
 from ._elementwise_functions import (abs, acos, acosh, add, asin, asinh, atan, atan2, atanh,
@@ -139,3 +139,4 @@ __all__ += ["concat", "stack", "unstack", "moveaxis", "roll", "take", "take_alon
             "segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod"]
 __all__ += ["random", "losses", "dropout", "gumbel_softmax", "softmax", "log_softmax", "sparsemax"]
 __all__ += ["matmul", "tensordot", "vecdot", "linear", "linalg"]
+__all__ += ["empty_cache"]

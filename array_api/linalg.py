@@ -17,6 +17,8 @@ unwired function fails loudly with the list instead of an ``AttributeError``.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import operator
 
 from baracuda_dsl.errors import UnsupportedError
@@ -79,29 +81,50 @@ def matrix_power(x, n, /) -> Array:
     return result
 
 
-def _unwired(name: str):
-    def fn(*args, **kwargs):
+def _unwired(fn):
+    """Decorate a stub with the standard's signature: calling it raises UnsupportedError (a
+    NotImplementedError) naming the wired linalg functions; introspection (inspect.signature,
+    the conformance suite's signature tests) sees the standard's parameters."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def stub(*args, **kwargs):
+        inspect.signature(fn).bind(*args, **kwargs)  # a wrong call is a TypeError first
         raise UnsupportedError(f"linalg.{name} is not wired in this namespace; wired linalg "
                                f"functions: {', '.join(WIRED)}")
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"Not wired: raises UnsupportedError (a NotImplementedError) naming the wired "
-                  f"linalg functions ({', '.join(WIRED)}).")
-    return fn
+    stub.__doc__ = (f"Not wired: raises UnsupportedError (a NotImplementedError) naming the wired "
+                    f"linalg functions ({', '.join(WIRED)}).")
+    return stub
 
 
-cholesky = _unwired("cholesky")
-cross = _unwired("cross")
-det = _unwired("det")
-eigh = _unwired("eigh")
-eigvalsh = _unwired("eigvalsh")
-inv = _unwired("inv")
-matrix_norm = _unwired("matrix_norm")
-matrix_rank = _unwired("matrix_rank")
-pinv = _unwired("pinv")
-qr = _unwired("qr")
-slogdet = _unwired("slogdet")
-solve = _unwired("solve")
-svd = _unwired("svd")
-svdvals = _unwired("svdvals")
-vector_norm = _unwired("vector_norm")
+@_unwired
+def cholesky(x, /, *, upper=False): ...
+@_unwired
+def cross(x1, x2, /, *, axis=-1): ...
+@_unwired
+def det(x, /): ...
+@_unwired
+def eigh(x, /): ...
+@_unwired
+def eigvalsh(x, /): ...
+@_unwired
+def inv(x, /): ...
+@_unwired
+def matrix_norm(x, /, *, keepdims=False, ord="fro"): ...
+@_unwired
+def matrix_rank(x, /, *, rtol=None): ...
+@_unwired
+def pinv(x, /, *, rtol=None): ...
+@_unwired
+def qr(x, /, *, mode="reduced"): ...
+@_unwired
+def slogdet(x, /): ...
+@_unwired
+def solve(x1, x2, /): ...
+@_unwired
+def svd(x, /, *, full_matrices=True): ...
+@_unwired
+def svdvals(x, /): ...
+@_unwired
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2): ...

@@ -1,11 +1,15 @@
 """GEMM benchmarks: GemmPlan bf16 / f16 against torch.matmul (cuBLAS) (section ``gemm``) and the
-low-precision GEMMs tf32, int8, fp8 against torch (section ``gemm_lowp``), measured interleaved.
+low-precision GEMMs tf32, int8, fp8 against torch (section ``gemm_lowp``), measured interleaved;
+plus the sweeps behind the tile / split-K / epilogue notes of benchmarks/RESULTS.md.
 
 Ours and torch run in the same process on the GPU host.  Usage (from the repo root)::
 
-    python3 -m benchmarks.gemm [--quick] [--variants]
+    python3 -m benchmarks.gemm [--quick] [--variants] [--epilogue E]
                                [--dtypes bfloat16,float16,tf32,int8,fp8]
                                [--match SUBSTR,...] [--out DIR]
+    python3 -m benchmarks.gemm --k-sweep [--epilogue E] [--dtypes bfloat16] [--out DIR]
+    python3 -m benchmarks.gemm --split-sweep ["m=256,128,64,32;k=4096,14336"] [--out DIR]
+    python3 -m benchmarks.gemm --provenance [--out DIR]      # every RESULTS.md GEMM note, < 3 min
 
 ``--dtypes`` picks the rows (default all): bfloat16 / float16 run section ``gemm``, tf32 / int8 /
 fp8 section ``gemm_lowp``; a section none of whose dtypes is asked for does not run.  run_all
@@ -21,38 +25,71 @@ LLM (NT)               m ∈ {1, 16, 128, 4096, 16384} × (n, k) ∈ {(4096, 409
                        (the nn.Linear layout)
 =====================  ======================================================================
 
-Per row: the default plan's kernel (``plan.kernel_for(args)``: template and tile), ms, TFLOP/s
-(2·m·n·k / time), cuBLAS TFLOP/s, "vs cuBLAS" = torch time / ours (1.0 = parity) and the
-relative Frobenius error of our c against torch's (must be < 2e-2; checked before timing).
+Per row: the default plan's kernel (``plan.kernel_for(args)``: template and tile), device µs per
+call (CUDA events) and host µs per call (enqueue, see below) of ours and of cuBLAS side by side,
+TFLOP/s (2·m·n·k / device time), "vs cuBLAS" = torch device time / ours (1.0 = parity), and the
+check.  ``--epilogue`` (``bias``, ``bias_relu``, ``bias_gelu``, ``bias_silu``) runs the rows with
+that fused epilogue (bias (n,) in the output dtype) against torch's unfused ``addmm`` + activation.
 ``--variants`` adds, on sm90a devices, one column per forced kernel (``tile=`` wgmma128x128,
 wgmma128x256, wgmma128x256c2 and the mma.sync tile), timed in the same interleaved rounds.
 ``--quick``: bf16 only, squares 2048 / 4096 and the (4096, 4096) LLM shapes (7 rows).
 
-Measurement (:func:`interleaved`, for both sections): a fixed warm-up of every callable, then
+Checks (``benchmarks/gemm_check.py``; before timing): every checked run — the default plan's, each
+forced variant's (its own run, never the default's output) and cuBLAS's — writes into an output
+filled with its dtype's NaN first (``tests/_checks.py`` ``poison_``), which is then compared with
+a float64 reference (``torch.matmul`` of ``.double()`` operands, in row blocks) element by element
+and in norm: ``|out − ref| <= atol + eps(out)/2 · |ref| + K · 2^-24 · (1 + eps/2) · (|A| @ |B|)``
+(half an ulp of the output dtype plus the f32 accumulation over K; epilogues add their own f32
+roundings and the activation's Lipschitz constant).  "ok (e, w of bound)": e = ‖out − ref‖/‖ref‖,
+w = max |out − ref| / allowed (≤ 1).  A variant that fails shows "FAIL" and is not timed.
+cuBLAS's verdict is informational only (torch lets cuBLAS reduce split-K partial sums in bf16).
+
+Measurement (:func:`interleaved`, for every section): a fixed warm-up of every callable, then
 rounds that alternate blocks of back-to-back calls (ours, torch, ours, torch, ...; each block
 bracketed by CUDA events), so clock / power drift hits every column alike; the median block
 time per call of each callable is reported.  Block size and round count adapt so
 one row costs about ``ROW_BUDGET_S`` seconds of timing.  Problems whose operands fit in L2
 rotate over several operand sets (METHOD.md: repeated runs over one buffer measure the cache).
-Rows whose kernel is faster than the host path (m = 1, 16) measure the enqueue rate of each
-side (plan.run vs torch.mm dispatch), as in real use.  Budget on an H100: default run (48 rows)
-about 1 minute (well under 2), ``--variants`` about 2-3 minutes, ``--quick`` about 10 s —
-assuming every SKU is already in the kernel cache (a cache miss compiles at first use).
+Device time is measured with the queue prefilled (each block sits behind a GPU sleep covering its
+enqueue), so decode shapes (m = 1, 16, ...) are not timed at the speed of the Python launch path;
+the host cost is its own column: ``time.perf_counter`` around the same block of N back-to-back
+``plan.run`` (pre-built Args) / ``torch.mm`` calls, no synchronisation inside, divided by N,
+after the warm-up (median over the rounds).  Where host µs > device µs the call is host-bound in
+real use.  Budget on an H100: default run (48 rows) about 1.5 minutes, ``--variants`` about 3,
+``--quick`` about 15 s — assuming every SKU is already in the kernel cache (a cache miss
+compiles at first use) — plus the float64 checks (a few seconds in all; the largest row,
+16384 × 128256 × 4096, needs about 0.7 s of FP64 GEMM per checked output).
+
+Sweeps (each row checked as above, cuBLAS timed in the same rounds; bf16 unless ``--dtypes``
+names bfloat16 / float16):
+
+* ``--k-sweep``: m = 16384, n = 14336 (NT), k ∈ {64, 128, ..., 4096}: device ms per k and the
+  least-squares line ms = a + b·k (a = the fixed per-tile cost: epilogue, prologue, scheduling);
+  with ``--epilogue`` for that epilogue.
+* ``--split-sweep [SPEC]``: forced tile × split count (``GemmTuning(tile, splits)``) at small m,
+  long format (one line per variant, vs cuBLAS and host µs each).  SPEC: ``m=...;n=...;k=...;
+  tile=...;s=...`` (any subset; a bare list is m): default ``m=256,128,64,32;n=4096;
+  k=4096,14336;tile=wgmma128x64,wgmma128x128,64x64;s=1,2,4``.
+* ``--provenance``: the GEMM notes of benchmarks/RESULTS.md in one process — the narrow-tile
+  m = 128 rows (bf16 and f16), the split sweep, the k-sweep and the bias + gelu epilogue at
+  16384 × 14336 × 4096; about 1-2 minutes on an H100 with a warm kernel cache (< 3).
 
 Low precision (tf32, int8, fp8; :func:`run_lowp`), timed with the same :func:`interleaved`.
 a is row-major (m, k); "NT" rows take b = w.T of a row-major (n, k) weight (the nn.Linear
-layout), "NN" rows a row-major (k, n) b.
+layout), "NN" rows a row-major (k, n) b.  Checked like the bf16 rows (poisoned output, float64
+reference of the same operands, bounds in ``benchmarks/gemm_check.py``):
 
 * tf32: ``GemmPlan(GemmDescriptor(m, n, k, float32, allow_tf32=True))`` vs ``torch.matmul``
-  with ``torch.backends.cuda.matmul.allow_tf32 = True`` (restored after); error vs the strict
-  f32 ``torch.matmul`` (tf32 ≈ 3e-4; ok < 2e-3).  Shapes 4096³ and 8192³ (NN), m ∈ {16, 4096}
-  × (n, k) = (4096, 4096) (NT).  TFLOP/s.
-* int8: ``IntGemmPlan`` (s8 · s8 → s32) vs ``torch._int_mm``; ok = bit-equal to torch's int32.
-  Shapes 4096³, 8192³, m ∈ {4096, 16384} × (14336, 4096).  TOPS.
+  with ``torch.backends.cuda.matmul.allow_tf32 = True`` (restored after); bound: both inputs
+  rounded to tf32 (2^-11 each) + K·2^-24, f32 output.  Shapes 4096³ and 8192³ (NN),
+  m ∈ {16, 4096} × (n, k) = (4096, 4096) (NT).  TFLOP/s.
+* int8: ``IntGemmPlan`` (s8 · s8 → s32) vs ``torch._int_mm``; exact (the float64 reference of
+  integers below 2^53 is exact).  Shapes 4096³, 8192³, m ∈ {4096, 16384} × (14336, 4096).  TOPS.
 * fp8: ``Fp8GemmPlan`` (e4m3 · e4m3 → bf16) with per-tensor scales and with per-row scales vs
   ``torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=bfloat16)`` (torch's scales: () per
-  tensor, (m, 1) / (1, n) per row, views of ours); ok = rel err vs torch < 1e-2.  Shapes
-  4096³, 8192³, m ∈ {16, 128, 4096, 16384} × (n, k) ∈ {(4096, 4096), (14336, 4096)}.  TFLOP/s.
+  tensor, (m, 1) / (1, n) per row, views of ours); bound: bf16 half-ulp + the sm90a wgmma
+  accumulator model of gemm_check (``FP8_ACC_BITS``).  Shapes 4096³, 8192³,
+  m ∈ {16, 128, 4096, 16384} × (n, k) ∈ {(4096, 4096), (14336, 4096)}.  TFLOP/s.
   "vs torch" is against torch's default ``use_fast_accum=False``; the ``use_fast_accum=True``
   rate (cuBLAS without periodic promotion of the fp8 sums) is an extra column.
 
@@ -67,22 +104,36 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import re
 import statistics
 import time
 
+from . import gemm_check as GC
 from . import harness as H
 
 SQUARES = (2048, 4096, 6144, 8192)
 LLM_M = (1, 16, 128, 4096, 16384)
 LLM_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096))
 DTYPES = ("bfloat16", "float16")
+#: GemmPlan's epilogues (ops/gemm/gemm.py EPILOGUES; listed here so --help needs no import)
+EPILOGUES = ("identity", "bias", "bias_relu", "bias_gelu", "bias_silu")
 #: seconds of timed device work per row (all columns together), warm-up excluded
 ROW_BUDGET_S = 0.6
-#: tolerated ‖ours − torch‖ / ‖torch‖ (both round the output to 8 / 11 mantissa bits)
-TOL = 2e-2
-#: ``--variants`` columns: (json key, header, forced ``tile=``; None = the mma.sync tile rule)
-VARIANTS = (("w128", "wgmma128x128", "wgmma128x128"), ("w256", "wgmma128x256", "wgmma128x256"),
-            ("c2", "wgmma128x256c2", "wgmma128x256c2"), ("mma", "mma.sync", None))
+#: ``--variants`` columns: (json key, header, forced ``tile=`` (None = the mma.sync tile rule),
+#: forced ``splits=`` (None = the plan's heuristic))
+VARIANTS = (("w128", "wgmma128x128", "wgmma128x128", None),
+            ("w256", "wgmma128x256", "wgmma128x256", None),
+            ("c2", "wgmma128x256c2", "wgmma128x256c2", None),
+            ("mma", "mma.sync", None, None))
+#: ``--k-sweep``: (m, n) and the k values
+KSWEEP_MN = (16384, 14336)
+KSWEEP_K = (64, 128, 256, 512, 1024, 2048, 4096)
+#: ``--split-sweep`` defaults
+SPLIT_SPEC = dict(m=(256, 128, 64, 32), n=(4096,), k=(4096, 14336),
+                  tile=("wgmma128x64", "wgmma128x128", "64x64"), s=(1, 2, 4))
+#: ``--provenance``: the narrow-tile rows and the epilogue row (``--match`` strings)
+PROV_NARROW = ("m=128 n=4096 k=4096", "m=128 n=14336 k=4096", "m=128 n=4096 k=14336")
+PROV_EPILOGUE = ("m=16384 n=14336 k=4096",)
 
 
 # -- measurement (both sections) -------------------------------------------------------------
@@ -163,24 +214,6 @@ def interleaved(fns, *, warm: int = 3, budget_s: float = ROW_BUDGET_S, block_ms:
     return out
 
 
-def rel_err_chunked(out, ref, rows: int = 0) -> float:
-    """‖out − ref‖ / ‖ref‖ accumulated in float64 over row blocks of about 256 MB (a 16384 ×
-    128256 output would need 50 GB as whole float64 copies); inf when out has NaN / inf."""
-    torch = H._torch()
-    m = out.shape[0]
-    rows = rows or max(1, (2 ** 25) // max(1, out.shape[1]))
-    num = den = 0.0
-    for i in range(0, m, rows):
-        o = out[i:i + rows].to(torch.float64)
-        r = ref[i:i + rows].to(torch.float64)
-        if not bool(torch.isfinite(o).all()):
-            return float("inf")
-        num += float(((o - r) ** 2).sum())
-        den += float((r ** 2).sum())
-        del o, r
-    return math.sqrt(num) / math.sqrt(den) if den > 0 else math.sqrt(num)
-
-
 def n_sets_for(*nbytes) -> int:
     """Operand sets to rotate: enough to exceed L2 three times when one set fits (harness)."""
     return H.n_sets(sum(nbytes), hi=6)
@@ -224,12 +257,48 @@ def runner(torch, plan):
     return go
 
 
+def torch_gemm(torch, epilogue: str):
+    """torch's (unfused) counterpart of a GemmPlan epilogue: ``f(a, b, c, bias)`` returning the
+    result (written into ``c`` except for gelu, whose activation allocates)."""
+    F = torch.nn.functional
+    if epilogue == "identity":
+        return lambda a, b, c, bias: torch.mm(a, b, out=c)
+    if epilogue == "bias":
+        return lambda a, b, c, bias: torch.addmm(bias, a, b, out=c)
+    if epilogue == "bias_relu":
+        return lambda a, b, c, bias: torch.relu_(torch.addmm(bias, a, b, out=c))
+    if epilogue == "bias_gelu":
+        return lambda a, b, c, bias: F.gelu(torch.addmm(bias, a, b, out=c))
+    if epilogue == "bias_silu":
+        return lambda a, b, c, bias: F.silu(torch.addmm(bias, a, b, out=c), inplace=True)
+    raise ValueError(f"unknown epilogue {epilogue!r}; choose from {', '.join(EPILOGUES)}")
+
+
+def case_name(dtype, m, n, k, nt, epilogue="identity") -> str:
+    return (f"{dtype} {'NT' if nt else 'NN'} m={m} n={n} k={k}"
+            + ("" if epilogue == "identity" else f" +{epilogue}"))
+
+
+def _plan_kernel(plan, args) -> str:
+    """``template:tile`` of ``plan`` for ``args`` (`` splitS`` when split over k)."""
+    tk, _ = H.safe(plan.kernel_for, args)
+    name = kernel_name(*tk) if tk else str(getattr(plan.sku(), "template", "?"))
+    s = getattr(plan, "splits", 1)
+    return name + (f" split{s}" if s > 1 else "")
+
+
 # -- cases -----------------------------------------------------------------------------------
-def _case(torch, dtype, m, n, k, nt, variants=False):
+def _case(torch, dtype, m, n, k, nt, variants=(), epilogue: str = "identity"):
+    """One row: the default plan, cuBLAS and every ``variants`` entry ((key, label, tile,
+    splits): a forced ``GemmTuning``; tile None = the mma.sync tile rule) — each checked on its
+    own poisoned output against the float64 reference, then timed interleaved (variants that
+    fail their check or cannot be planned are not timed)."""
     from baracuda_dsl import GemmTuning, PlanPreference
     from baracuda_dsl.ops.gemm.gemm import GemmArgs, GemmDescriptor, GemmPlan
 
+    C = GC.shared_checks()
     tdt = getattr(torch, dtype)
+    has_bias = epilogue != "identity"
     esz = torch.empty((), dtype=tdt).element_size()
     ns = n_sets_for(m * k * esz, n * k * esz, m * n * esz)
     sets = []
@@ -239,49 +308,70 @@ def _case(torch, dtype, m, n, k, nt, variants=False):
             b = torch.randn((n, k), device="cuda", dtype=tdt).t()   # (k, n), k-major
         else:
             b = torch.randn((k, n), device="cuda", dtype=tdt)
-        sets.append((a, b, torch.empty((m, n), device="cuda", dtype=tdt)))
-    desc = GemmDescriptor(m, n, k, dtype)
+        bias = torch.randn((n,), device="cuda", dtype=tdt) if has_bias else None
+        sets.append((a, b, torch.empty((m, n), device="cuda", dtype=tdt), bias))
+    desc = GemmDescriptor(m, n, k, dtype, epilogue=epilogue)
     plan = GemmPlan.select(desc)
-    args = [GemmArgs(a, b, c) for a, b, c in sets]
-    tmpl, knobs = plan.kernel_for(args[0])
-    a, b, c = sets[0]
+    args = [GemmArgs(a, b, c, bias) for a, b, c, bias in sets]
+    a, b, c, bias = sets[0]
+    bound = GC.half_bound(dtype, k, epilogue)
+    act = GC.ref_act(torch, epilogue)
+    tfn = torch_gemm(torch, epilogue)
     go = runner(torch, plan)
+    # checked runs: ours and cuBLAS, each into a NaN-poisoned output
+    C.poison_(torch, c)
     go(args[0])
-    ref = torch.matmul(a, b)
-    err = rel_err_chunked(c, ref)
-    del ref
-    fns = [rotating(go, [(x,) for x in args]),
-           rotating(lambda a, b, c: torch.mm(a, b, out=c), sets)]
-    keys = []
-    row = dict(case=f"{dtype} {'NT' if nt else 'NN'} m={m} n={n} k={k}", dtype=dtype,
-               layout="NT" if nt else "NN", m=m, n=n, k=k,
-               kernel=kernel_name(tmpl, knobs) + (f" split{plan.splits}"
-                                                  if getattr(plan, "splits", 1) > 1 else ""),
-               err=err, ok=err < TOL, sets=ns)
-    if variants and plan.sku().arch.value == "sm90a":
-        for key, _hdr, tile in VARIANTS:
-            p2, e = H.safe(GemmPlan.select, desc,
-                           PlanPreference(tuning=GemmTuning(tile=tile or _mma_tile(m, n))))
-            if p2 is None:                      # not wired for this problem: "—"
-                row[f"{key}_tflops"], row[f"{key}_err"] = None, e
-                continue
-            go2 = runner(torch, p2)
-            _, e = H.safe(go2, args[0])
-            e2 = float("inf") if e else rel_err_chunked(c, torch.matmul(a, b))
-            row[f"{key}_err"] = e or e2         # a failing or wrong variant shows "nan"
-            if e2 < TOL:
-                fns.append(rotating(go2, [(x,) for x in args]))
-                keys.append(key)
-            else:
-                row[f"{key}_tflops"] = float("nan")
+    ct = C.poison(torch, (m, n), tdt)
+    tres = tfn(a, b, ct, bias)
+    chk = GC.check_gemm(torch, a, b, {"ours": c, "torch": tres}, bound, bias=bias, act=act)
+    del tres
+    ours, theirs = chk["ours"], chk["torch"]
+    row = dict(case=case_name(dtype, m, n, k, nt, epilogue), dtype=dtype,
+               layout="NT" if nt else "NN", m=m, n=n, k=k, epilogue=epilogue,
+               kernel=_plan_kernel(plan, args[0]), err=ours.rel_err, worst=ours.worst,
+               ok=ours.ok, check=ours.as_dict(), torch_err=theirs.rel_err,
+               torch_ok=theirs.ok, torch_check=theirs.as_dict(), bound=bound.describe(),
+               sets=ns, variants=[])
+    fns = [rotating(go, [(x,) for x in args]), rotating(tfn, sets)]
+    timed = []
+    on_sm90 = plan.sku().arch.value == "sm90a"
+    for key, label, tile, splits in variants:
+        v = dict(key=key, label=label)
+        row["variants"].append(v)
+        if not on_sm90:
+            v["error"] = "not an sm90a device"
+            continue
+        tuning = GemmTuning(tile=tile or _mma_tile(m, n), splits=splits)
+        p2, e = H.safe(GemmPlan.select, desc, PlanPreference(tuning=tuning))
+        if p2 is None:                      # not wired for this problem: "—"
+            v["error"] = e
+            continue
+        go2 = runner(torch, p2)
+        vargs = GemmArgs(a, b, C.poison_(torch, ct), bias)   # its own poisoned output
+        v["kernel"] = _plan_kernel(p2, vargs)
+        _, e = H.safe(go2, vargs)
+        if e:
+            v["error"] = e
+            continue
+        r = GC.check_gemm(torch, a, b, {"v": ct}, bound, bias=bias, act=act)["v"]
+        v.update(ok=r.ok, err=r.rel_err, worst=r.worst, check=r.as_dict())
+        if r.ok:
+            fns.append(rotating(go2, [(x,) for x in args]))
+            timed.append(v)
+        else:
+            row[f"{key}_tflops"] = float("nan")  # a failing variant shows "nan", untimed
+    del ct
     ts = interleaved(fns)
     fl = 2.0 * m * n * k
-    row.update(host_us=ts[0].host_us, torch_host_us=ts[1].host_us)
     row.update(ms=ts[0].median, torch_ms=ts[1].median, ms_min=ts[0].min,
                torch_ms_min=ts[1].min, rounds=ts[0].samples, batch=ts[0].batch,
+               us=ts[0].median * 1e3, torch_us=ts[1].median * 1e3,
+               host_us=ts[0].host_us, torch_host_us=ts[1].host_us,
                tflops=fl / ts[0].median / 1e9, torch_tflops=fl / ts[1].median / 1e9)
-    for key, t in zip(keys, ts[2:]):
-        row[f"{key}_tflops"] = fl / t.median / 1e9
+    for v, t in zip(timed, ts[2:]):
+        v.update(ms=t.median, us=t.median * 1e3, host_us=t.host_us, tflops=fl / t.median / 1e9,
+                 vs_torch=ts[1].median / t.median)
+        row[f"{v['key']}_tflops"] = v["tflops"]
     return row
 
 
@@ -299,19 +389,44 @@ def wanted(case: str, match) -> bool:
     return not match or any(x in case + " " for x in match)
 
 
+def _check_cell(r: dict) -> str:
+    """'ok (rel err, worst of bound)' / 'FAIL (...)' of a row or variant's check dict."""
+    c = r.get("check") or {}
+    if not c:
+        return "—"
+    return GC.Result(c["ok"], c["rel_err"], c["worst"], c["n_bad"], c["n"], c.get("msg")).short()
+
+
 def _line(r) -> str:
-    s = (f"{r['case']}: {r['kernel']} {r['ms']:.4f} ms {r['tflops']:.1f} TFLOP/s (cuBLAS "
-         f"{r['torch_tflops']:.1f}, x{r['torch_ms'] / r['ms']:.2f}) err {r['err']:.1e} "
-         f"host {r.get('host_us', 0):.0f}/{r.get('torch_host_us', 0):.0f} us")
-    extra = [f"{hdr} {H.fmt(r.get(key + '_tflops'), '.1f')}" for key, hdr, _ in VARIANTS
-             if key + "_tflops" in r]
+    s = (f"{r['case']}: {r['kernel']} {r['us']:.1f} us (host {r['host_us']:.1f}) "
+         f"{r['tflops']:.1f} TFLOP/s (cuBLAS {r['torch_us']:.1f} us, host "
+         f"{r['torch_host_us']:.1f}, {r['torch_tflops']:.1f}; x{r['torch_ms'] / r['ms']:.2f}) "
+         f"check {_check_cell(r)}; cuBLAS {'ok' if r['torch_ok'] else 'off-bound'} "
+         f"({r['torch_err']:.1e})")
+    extra = [f"{v['label']} {H.fmt(v.get('tflops'), '.1f') if 'error' not in v else '—'}"
+             + ("" if v.get("ok", True) else " FAIL") for v in r.get("variants", ())]
     return s + (" | " + ", ".join(extra) if extra else "")
 
 
+def _guarded(torch, case, fn, *a, log=print, tag="gemm", **kw):
+    """``fn(torch, *a, **kw)`` under harness.safe: the row, or ``dict(case=..., error=...)``
+    (logged either way); empties the CUDA cache after."""
+    r, err = H.safe(fn, torch, *a, **kw)
+    if err:
+        r = dict(case=case, error=err)
+        log(f"{tag}: {case}: {err}")
+    else:
+        log(f"{tag}: {_line(r)}")
+    torch.cuda.empty_cache()
+    return r
+
+
 def run(out_dir=None, quick: bool = False, log=print, variants: bool = False,
-        dtypes=None, match=()) -> dict:
-    """All rows (bf16 then f16; ``quick``: bf16 subset; ``match``: see :func:`wanted`), each
-    under harness.safe."""
+        dtypes=None, match=(), epilogue: str = "identity",
+        json_name: str = "bench_gemm.json") -> dict:
+    """All rows (bf16 then f16; ``quick``: bf16 subset; ``match``: see :func:`wanted`;
+    ``epilogue``: GemmPlan's fused epilogue vs torch's addmm + activation), each under
+    harness.safe."""
     torch = H._torch()
     t0 = time.perf_counter()
     dts = dtypes or (DTYPES[:1] if quick else DTYPES)
@@ -319,42 +434,185 @@ def run(out_dir=None, quick: bool = False, log=print, variants: bool = False,
     rows = []
     for dt in dts:
         for m, n, k, nt in cases(quick):
-            case = f"{dt} {'NT' if nt else 'NN'} m={m} n={n} k={k}"
+            case = case_name(dt, m, n, k, nt, epilogue)
             if not wanted(case, match):
                 continue
-            r, err = H.safe(_case, torch, dt, m, n, k, nt, variants)
-            if err:
-                r = dict(case=case, dtype=dt, error=err)
-                log(f"gemm: {r['case']}: {err}")
-            else:
-                log(f"gemm: {_line(r)}")
+            r = _guarded(torch, case, _case, dt, m, n, k, nt, VARIANTS if variants else (),
+                         epilogue, log=log)
+            r.setdefault("dtype", dt)
             rows.append(r)
-            torch.cuda.empty_cache()
-    return H.save_json(dict(rows=rows, variants=variants, wall_s=time.perf_counter() - t0),
-                       out_dir, "bench_gemm.json")
+    return H.save_json(dict(rows=rows, variants=variants, epilogue=epilogue,
+                            wall_s=time.perf_counter() - t0), out_dir, json_name)
+
+
+def _pair(us, host) -> list:
+    """The adjacent (device µs, host µs per call) cells."""
+    return [H.fmt(us, ".1f"), H.fmt(host, ".1f")]
 
 
 def markdown(res: dict) -> str:
-    """One table row per case (dtype and shape in the first column)."""
+    """One table row per case (dtype and shape in the first column): device µs and host µs per
+    call of ours and of cuBLAS side by side (host > device: host-bound in real use)."""
     var = bool(res.get("variants"))
-    hdr = ["case", "kernel", "ours ms", "TFLOP/s", "cuBLAS TFLOP/s", "vs cuBLAS",
-           "host µs/call (ours / torch)"]
+    hdr = ["case", "kernel", "ours device µs", "ours host µs/call", "TFLOP/s",
+           "cuBLAS device µs", "cuBLAS host µs/call", "cuBLAS TFLOP/s", "vs cuBLAS (device)"]
     if var:
-        hdr += [h for _, h, _ in VARIANTS]
-    hdr.append("check (rel err)")
+        hdr += [h for _, h, _, _ in VARIANTS]
+    hdr += ["check (f64 ref: rel err, worst of bound)", "cuBLAS vs same bound"]
     out = []
     for r in res["rows"]:
         if "error" in r:
             out.append([r["case"]] + ["—"] * (len(hdr) - 2) + [r["error"]])
             continue
-        row = [r["case"], r["kernel"], H.fmt(r["ms"], ".4f"), H.fmt(r["tflops"], ".1f"),
-               H.fmt(r["torch_tflops"], ".1f"), H.fmt(r["torch_ms"] / r["ms"]),
-               f"{H.fmt(r.get('host_us'), '.0f')} / {H.fmt(r.get('torch_host_us'), '.0f')}"]
+        row = [r["case"], r["kernel"], *_pair(r["us"], r["host_us"]), H.fmt(r["tflops"], ".1f"),
+               *_pair(r["torch_us"], r["torch_host_us"]), H.fmt(r["torch_tflops"], ".1f"),
+               H.fmt(r["torch_ms"] / r["ms"])]
         if var:
-            row += [H.fmt(r.get(key + "_tflops"), ".1f") for key, _, _ in VARIANTS]
-        row.append(f"{'ok' if r['ok'] else 'FAIL'} ({r['err']:.1e})")
+            vs = {v["key"]: v for v in r.get("variants", ())}
+            for key, _, _, _ in VARIANTS:
+                v = vs.get(key, {})
+                row.append("—" if "error" in v or not v else
+                           H.fmt(v.get("tflops"), ".1f") if v.get("ok") else "FAIL")
+        row += [_check_cell(r), f"{'ok' if r['torch_ok'] else 'off'} ({r['torch_err']:.1e})"]
         out.append(row)
     return H.md_table(hdr, out) + "\n"
+
+
+# -- sweeps ----------------------------------------------------------------------------------
+def _fit(xs, ys):
+    """Least-squares ``y = a + b·x``: (a, b) or (None, None) with fewer than 2 points."""
+    if len(xs) < 2:
+        return None, None
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        return None, None
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    return my - b * mx, b
+
+
+def run_ksweep(out_dir=None, log=print, dtype: str = "bfloat16", mn=KSWEEP_MN, ks=KSWEEP_K,
+               epilogue: str = "identity") -> dict:
+    """Default plan vs cuBLAS at (m, n) = ``mn`` (NT) for every k of ``ks``; the least-squares
+    line ms = a + b·k over the rows that passed (a: fixed per-tile cost)."""
+    torch = H._torch()
+    t0 = time.perf_counter()
+    warm_gpu(torch)
+    m, n = mn
+    rows = [_guarded(torch, case_name(dtype, m, n, k, True, epilogue), _case, dtype, m, n, k,
+                     True, (), epilogue, log=log, tag="gemm k-sweep") for k in ks]
+    good = [r for r in rows if "error" not in r and r.get("ok")]
+    a, b = _fit([r["k"] for r in good], [r["ms"] for r in good])
+    ta, tb = _fit([r["k"] for r in good], [r["torch_ms"] for r in good])
+    fit = dict(intercept_ms=a, slope_ms_per_k=b, torch_intercept_ms=ta, torch_slope_ms_per_k=tb,
+               points=len(good))
+    if a is not None:
+        log(f"gemm k-sweep: fit ms = {a:.4f} + {b * 1e3:.4f}e-3 · k (cuBLAS {ta:.4f} + "
+            f"{tb * 1e3:.4f}e-3 · k)")
+    return H.save_json(dict(rows=rows, fit=fit, m=m, n=n, dtype=dtype, epilogue=epilogue,
+                            wall_s=time.perf_counter() - t0), out_dir, "bench_gemm_ksweep.json")
+
+
+def markdown_ksweep(res: dict) -> str:
+    out = []
+    for r in res["rows"]:
+        if "error" in r:
+            out.append([r["case"]] + ["—"] * 5 + [r["error"]])
+            continue
+        out.append([r["case"], r["kernel"], H.fmt(r["ms"], ".4f"), H.fmt(r["host_us"], ".1f"),
+                    H.fmt(r["torch_ms"], ".4f"), H.fmt(r["torch_ms"] / r["ms"]), _check_cell(r)])
+    t = H.md_table(("case", "kernel", "ours device ms", "ours host µs/call", "cuBLAS device ms",
+                    "vs cuBLAS", "check (f64 ref)"), out)
+    f = res.get("fit") or {}
+    if f.get("intercept_ms") is not None:
+        t += (f"\n\nLeast-squares fit over {f['points']} k values: ours ms = "
+              f"{f['intercept_ms']:.4f} + {f['slope_ms_per_k'] * 1e3:.5f}e-3 · k; cuBLAS "
+              f"{f['torch_intercept_ms']:.4f} + {f['torch_slope_ms_per_k'] * 1e3:.5f}e-3 · k")
+    return t + "\n"
+
+
+def parse_sweep_spec(spec: str) -> dict:
+    """``"m=256,64,32;k=4096,14336"`` (keys m, n, k, tile, s; ';' or spaces between them; a
+    bare list is m) → :data:`SPLIT_SPEC` with those keys replaced."""
+    out = dict(SPLIT_SPEC)
+    for part in re.split(r"[;\s]+", (spec or "").strip()):
+        if not part:
+            continue
+        key, _, vals = part.rpartition("=")
+        key = key or "m"
+        if key not in out:
+            raise ValueError(f"split-sweep: unknown key {key!r} (m, n, k, tile, s)")
+        items = tuple(v for v in vals.split(",") if v)
+        if not items:
+            raise ValueError(f"split-sweep: empty list for {key}")
+        out[key] = items if key == "tile" else tuple(int(v) for v in items)
+    return out
+
+
+def run_split_sweep(out_dir=None, log=print, dtype: str = "bfloat16", spec=None) -> dict:
+    """Every (m, n, k) of the spec (NT): the default plan, cuBLAS and each forced
+    ``GemmTuning(tile, splits)``, checked and timed interleaved."""
+    torch = H._torch()
+    t0 = time.perf_counter()
+    sp = spec or dict(SPLIT_SPEC)
+    warm_gpu(torch)
+    variants = [(f"{t}/S{s}", f"{t} S={s}", t, s) for t in sp["tile"] for s in sp["s"]]
+    rows = []
+    for m in sp["m"]:
+        for n in sp["n"]:
+            for k in sp["k"]:
+                rows.append(_guarded(torch, case_name(dtype, m, n, k, True), _case, dtype, m, n,
+                                     k, True, variants, log=log, tag="gemm split-sweep"))
+    return H.save_json(dict(rows=rows, spec={k: list(v) for k, v in sp.items()}, dtype=dtype,
+                            wall_s=time.perf_counter() - t0), out_dir, "bench_gemm_split.json")
+
+
+def markdown_split(res: dict) -> str:
+    """Long format: per shape the default plan, cuBLAS, then one line per forced variant."""
+    out = []
+    for r in res["rows"]:
+        if "error" in r:
+            out.append([r["case"], "—", "—", "—", "—", "—", r["error"]])
+            continue
+        out.append([r["case"], f"default: {r['kernel']}", H.fmt(r["us"], ".1f"),
+                    H.fmt(r["host_us"], ".1f"), H.fmt(r["tflops"], ".1f"),
+                    H.fmt(r["torch_ms"] / r["ms"]), _check_cell(r)])
+        out.append([r["case"], "cuBLAS", H.fmt(r["torch_us"], ".1f"),
+                    H.fmt(r["torch_host_us"], ".1f"), H.fmt(r["torch_tflops"], ".1f"), "1.00",
+                    f"{'ok' if r['torch_ok'] else 'off'} ({r['torch_err']:.1e})"])
+        for v in r.get("variants", ()):
+            if "error" in v:
+                out.append([r["case"], v["label"], "—", "—", "—", "—", v["error"][:120]])
+                continue
+            out.append([r["case"], f"{v['label']} ({v.get('kernel', '?')})",
+                        H.fmt(v.get("us"), ".1f"), H.fmt(v.get("host_us"), ".1f"),
+                        H.fmt(v.get("tflops"), ".1f"), H.fmt(v.get("vs_torch")), _check_cell(v)])
+    return H.md_table(("case", "kernel", "device µs", "host µs/call", "TFLOP/s",
+                       "vs cuBLAS (device)", "check (f64 ref)"), out) + "\n"
+
+
+def run_provenance(out_dir=None, log=print, dtype: str = "bfloat16") -> dict:
+    """The GEMM notes of benchmarks/RESULTS.md in one process: narrow-tile m = 128 rows (bf16 and
+    f16), the split sweep, the k-sweep and the bias + gelu epilogue at 16384 × 14336 × 4096."""
+    t0 = time.perf_counter()
+    res = dict(narrow=run(out_dir, log=log, dtypes=DTYPES, match=PROV_NARROW,
+                          json_name="bench_gemm_narrow.json"),
+               split=run_split_sweep(out_dir, log=log, dtype=dtype),
+               ksweep=run_ksweep(out_dir, log=log, dtype=dtype),
+               epilogue=run(out_dir, log=log, dtypes=(dtype,), match=PROV_EPILOGUE,
+                            epilogue="bias_gelu", json_name="bench_gemm_epilogue.json"))
+    res["wall_s"] = time.perf_counter() - t0
+    log(f"gemm provenance: {res['wall_s']:.0f} s")
+    return H.save_json(res, out_dir, "bench_gemm_provenance.json")
+
+
+def markdown_provenance(res: dict) -> str:
+    return "\n".join([
+        "### Narrow tile, m = 128", "", markdown(res["narrow"]),
+        "### Split sweep", "", markdown_split(res["split"]),
+        "### k sweep", "", markdown_ksweep(res["ksweep"]),
+        "### bias + gelu epilogue", "", markdown(res["epilogue"]),
+        f"wall {res['wall_s']:.0f} s", ""])
 
 
 # ==================================================================== tf32, int8, fp8 (gemm_lowp)
@@ -365,8 +623,6 @@ INT8_CASES = ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 14336, 4096), (1638
 FP8_SQUARES = (4096, 8192)
 FP8_M = (16, 128, 4096, 16384)
 FP8_NK = ((4096, 4096), (14336, 4096))
-TF32_TOL = 2e-3
-FP8_TOL = 1e-2
 
 
 def fp8_cases(quick: bool):
@@ -382,10 +638,21 @@ def _out_ok(fn) -> bool:
     return H.safe(fn)[1] is None
 
 
+def _checked(row, chk):
+    """Put the ``check_gemm`` verdicts of "ours" and "torch" into ``row``."""
+    ours, theirs = chk["ours"], chk["torch"]
+    row.update(err=ours.rel_err, worst=ours.worst, ok=ours.ok, check=ours.as_dict(),
+               torch_err=theirs.rel_err, torch_ok=theirs.ok, torch_check=theirs.as_dict())
+    return row
+
+
 def _timed(row, fns, flops, unit, extra=()):
-    """Time ``fns`` (ours, torch, then one per name in ``extra``) interleaved into ``row``."""
+    """Time ``fns`` (ours, torch, then one per name in ``extra``) interleaved into ``row``:
+    device ms (CUDA events) and host µs per call (enqueue) of each."""
     ts = interleaved(fns)
     row.update(ms=ts[0].median, torch_ms=ts[1].median, ms_min=ts[0].min, torch_ms_min=ts[1].min,
+               us=ts[0].median * 1e3, torch_us=ts[1].median * 1e3,
+               host_us=ts[0].host_us, torch_host_us=ts[1].host_us,
                rounds=ts[0].samples, batch=ts[0].batch, unit=unit,
                rate=flops / ts[0].median / 1e9, torch_rate=flops / ts[1].median / 1e9)
     for key, t in zip(extra, ts[2:]):
@@ -397,6 +664,7 @@ def _timed(row, fns, flops, unit, extra=()):
 def _tf32(torch, m, n, k, nt):
     from baracuda_dsl.ops.gemm.gemm import GemmArgs, GemmDescriptor, GemmPlan
 
+    C = GC.shared_checks()
     ns = n_sets_for(4 * m * k, 4 * n * k, 4 * m * n)
     sets = []
     for _ in range(ns):
@@ -409,15 +677,16 @@ def _tf32(torch, m, n, k, nt):
     a, b, c = sets[0]
     old = torch.backends.cuda.matmul.allow_tf32
     try:
-        torch.backends.cuda.matmul.allow_tf32 = False
-        ref = torch.matmul(a, b)                         # strict f32
-        plan.run(args[0])
-        err = rel_err_chunked(c, ref)
-        del ref
         torch.backends.cuda.matmul.allow_tf32 = True
-        row = dict(case=f"tf32 {'NT' if nt else 'NN'} m={m} n={n} k={k}", kind="tf32", m=m,
-                   n=n, k=k, kernel=kernel_name(tmpl, knobs), err=err, ok=err < TF32_TOL,
-                   sets=ns)
+        C.poison_(torch, c)
+        plan.run(args[0])
+        ct = C.poison(torch, (m, n), torch.float32)
+        torch.mm(a, b, out=ct)
+        chk = GC.check_gemm(torch, a, b, {"ours": c, "torch": ct}, GC.tf32_bound(k))
+        del ct
+        row = _checked(dict(case=f"tf32 {'NT' if nt else 'NN'} m={m} n={n} k={k}", kind="tf32",
+                            m=m, n=n, k=k, kernel=kernel_name(tmpl, knobs), sets=ns,
+                            bound=GC.tf32_bound(k).describe()), chk)
         return _timed(row, [rotating(plan.run, [(x,) for x in args]),
                             rotating(lambda a, b, c: torch.mm(a, b, out=c), sets)],
                       2.0 * m * n * k, "TFLOP/s")
@@ -429,6 +698,7 @@ def _tf32(torch, m, n, k, nt):
 def _int8(torch, m, n, k):
     from baracuda_dsl.ops.gemm.gemm_int import IntGemmArgs, IntGemmDescriptor, IntGemmPlan
 
+    C = GC.shared_checks()
     ns = n_sets_for(m * k, n * k, 4 * m * n)
     sets = []
     for _ in range(ns):
@@ -440,13 +710,13 @@ def _int8(torch, m, n, k):
     args = [IntGemmArgs(a, b, c) for a, b, c, _ in sets]
     tmpl, knobs = plan.kernel_for(args[0])
     a, b, c, ct = sets[0]
+    C.poison_(torch, c)                                   # iinfo(int32).max
     plan.run(args[0])
-    ref = torch._int_mm(a, b)
-    exact = bool(torch.equal(c, ref))
-    err = rel_err_chunked(c.double(), ref.double()) if not exact else 0.0
-    del ref
-    row = dict(case=f"int8 NT m={m} n={n} k={k}", kind="int8", m=m, n=n, k=k,
-               kernel=kernel_name(tmpl, knobs), err=err, ok=exact, sets=ns)
+    tref = torch._int_mm(a, b)
+    chk = GC.check_gemm(torch, a, b, {"ours": c, "torch": tref}, GC.int_bound())
+    del tref
+    row = _checked(dict(case=f"int8 NT m={m} n={n} k={k}", kind="int8", m=m, n=n, k=k,
+                        kernel=kernel_name(tmpl, knobs), sets=ns, bound="exact"), chk)
     if not _out_ok(lambda: torch._int_mm(a, b, out=ct)):
         tsets = [(x, y) for x, y, _, _ in sets]
         torch_fn = rotating(lambda x, y: torch._int_mm(x, y), tsets)
@@ -470,6 +740,7 @@ def _fp8_module():
 def _fp8(torch, F, m, n, k, per_row):
     from baracuda_dsl.errors import UnsupportedError
 
+    C = GC.shared_checks()
     f8 = torch.float8_e4m3fn
     case = f"fp8 e4m3 NT m={m} n={n} k={k} {'per-row' if per_row else 'per-tensor'}"
     ns = n_sets_for(m * k, n * k, 2 * m * n)
@@ -489,18 +760,17 @@ def _fp8(torch, F, m, n, k, per_row):
         plan.can_implement(args[0])
     except UnsupportedError as e:
         return dict(case=case, kind="fp8", skipped=f"UnsupportedError: {e}".splitlines()[0][:200])
-    kt, _ = H.safe(plan.kernel_for, args[0])
-    kernel = kernel_name(*kt) if kt else plan.sku().template
+    kernel = _plan_kernel(plan, args[0])
     a, b, c, sa, sb, tsa, tsb, ct = sets[0]
     go = runner(torch, plan)                       # split-K plans need a workspace
+    C.poison_(torch, c)
     go(args[0])
-    ref = torch._scaled_mm(a, b, tsa, tsb, out_dtype=torch.bfloat16)
-    err = rel_err_chunked(c, ref)
-    del ref
-    if getattr(plan, "splits", 1) > 1:
-        kernel += f" split{plan.splits}"
-    row = dict(case=case, kind="fp8", m=m, n=n, k=k, per_row=per_row, kernel=kernel, err=err,
-               ok=err < FP8_TOL, sets=ns)
+    tref = torch._scaled_mm(a, b, tsa, tsb, out_dtype=torch.bfloat16)
+    bound = GC.fp8_bound("bfloat16", k, wgmma=kernel.startswith("gemm_sm90"))
+    chk = GC.check_gemm(torch, a, b, {"ours": c, "torch": tref}, bound, scale_a=sa, scale_b=sb)
+    del tref
+    row = _checked(dict(case=case, kind="fp8", m=m, n=n, k=k, per_row=per_row, kernel=kernel,
+                        sets=ns, bound=bound.describe()), chk)
     use_out = _out_ok(lambda: torch._scaled_mm(a, b, tsa, tsb, out_dtype=torch.bfloat16,
                                                out=ct))
 
@@ -526,11 +796,11 @@ def _fp8(torch, F, m, n, k, per_row):
 def _lowp_line(r) -> str:
     if r.get("skipped"):
         return f"{r['case']}: skipped ({r['skipped']})"
-    return (f"{r['case']}: {r['kernel']} {r['ms']:.4f} ms {r['rate']:.1f} {r['unit']} (torch "
-            f"{r['torch_rate']:.1f}, x{r['torch_ms'] / r['ms']:.2f}"
+    return (f"{r['case']}: {r['kernel']} {r['us']:.1f} us (host {r['host_us']:.1f}) "
+            f"{r['rate']:.1f} {r['unit']} (torch {r['torch_us']:.1f} us, host "
+            f"{r['torch_host_us']:.1f}, {r['torch_rate']:.1f}, x{r['torch_ms'] / r['ms']:.2f}"
             + (f"; fast-accum {r['torch_fast_rate']:.1f}" if "torch_fast_rate" in r else "")
-            + f") err {r['err']:.1e}"
-            f"{'' if r['ok'] else ' FAIL'}")
+            + f") check {_check_cell(r)}")
 
 
 def run_lowp(out_dir=None, quick: bool = False, log=print, kinds=KINDS, match=()) -> dict:
@@ -573,20 +843,25 @@ def run_lowp(out_dir=None, quick: bool = False, log=print, kinds=KINDS, match=()
 
 
 def markdown_lowp(res: dict) -> str:
-    """One table row per case (kind, shape and scale mode in the first column)."""
+    """One table row per case (kind, shape and scale mode in the first column); device µs and
+    host µs per call of ours and torch side by side."""
+    hdr = ("case", "kernel", "ours device µs", "ours host µs/call", "ours rate",
+           "torch device µs", "torch host µs/call", "torch rate", "vs torch (device)",
+           "torch fast-accum rate", "check (f64 ref: rel err, worst of bound)",
+           "torch vs same bound")
     out = []
     for r in res["rows"]:
         if r.get("error") or r.get("skipped"):
             msg = r.get("error") or f"skipped: {r['skipped']}"
-            out.append([r["case"]] + ["—"] * 7 + [msg])
+            out.append([r["case"]] + ["—"] * (len(hdr) - 2) + [msg])
             continue
-        out.append([r["case"], r["kernel"], H.fmt(r["ms"], ".4f"),
-                    f"{H.fmt(r['rate'], '.1f')} {r['unit']}", H.fmt(r["torch_rate"], ".1f"),
+        out.append([r["case"], r["kernel"], *_pair(r["us"], r["host_us"]),
+                    f"{H.fmt(r['rate'], '.1f')} {r['unit']}",
+                    *_pair(r["torch_us"], r["torch_host_us"]), H.fmt(r["torch_rate"], ".1f"),
                     H.fmt(r["torch_ms"] / r["ms"]), H.fmt(r.get("torch_fast_rate"), ".1f"),
-                    "exact" if r["kind"] == "int8" and r["ok"] else H.fmt(r["err"], ".1e"),
-                    "ok" if r["ok"] else "FAIL"])
-    return H.md_table(("case", "kernel", "ours ms", "ours rate", "torch rate", "vs torch",
-                       "torch fast-accum rate", "rel err", "check"), out) + "\n"
+                    _check_cell(r),
+                    f"{'ok' if r['torch_ok'] else 'off'} ({r['torch_err']:.1e})"])
+    return H.md_table(hdr, out) + "\n"
 
 
 SECTIONS = (H.Section("gemm", "GEMM (bf16 / f16 vs cuBLAS)", run, markdown),
@@ -595,19 +870,35 @@ SECTIONS = (H.Section("gemm", "GEMM (bf16 / f16 vs cuBLAS)", run, markdown),
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--quick", action="store_true",
                     help="bf16 7 rows and 4096³ of each low-precision kind (smoke test)")
     ap.add_argument("--variants", action="store_true",
                     help="also time each forced sm90a kernel (wgmma128x128 / 128x256 / "
-                         "128x256c2 / mma.sync) in the same rounds (bf16 / f16 rows)")
+                         "128x256c2 / mma.sync) in the same rounds (bf16 / f16 rows), each "
+                         "checked on its own poisoned output")
     ap.add_argument("--dtypes", default=None,
                     help="comma-separated subset of " + ",".join(DTYPES + KINDS)
-                         + " (default all)")
+                         + " (default all; the sweeps take one of bfloat16 / float16, "
+                           "default bfloat16)")
     ap.add_argument("--match", default="",
                     help="comma-separated substrings of case names to run (e.g. "
                          "'n=128256,m=16 ,per-row'; a trailing space ends a number); default all")
-    ap.add_argument("--out", help="directory for bench_gemm.json and bench_gemm_lowp.json")
+    ap.add_argument("--epilogue", default="identity", choices=EPILOGUES,
+                    help="GemmPlan's fused epilogue for the bf16 / f16 rows and --k-sweep "
+                         "(bias (n,) in the output dtype; torch runs addmm + activation; the "
+                         "tf32 / int8 / fp8 rows are skipped unless identity)")
+    ap.add_argument("--k-sweep", action="store_true",
+                    help=f"only the k sweep: m, n = {KSWEEP_MN}, k in {KSWEEP_K} (NT), with the "
+                         "least-squares intercept (fixed per-tile cost)")
+    ap.add_argument("--split-sweep", nargs="?", const="", default=None, metavar="SPEC",
+                    help="only the split sweep: forced tile x splits at small m; SPEC "
+                         "'m=256,128,64,32;n=4096;k=4096,14336;tile=wgmma128x64,wgmma128x128,"
+                         "64x64;s=1,2,4' (any subset; default all of that)")
+    ap.add_argument("--provenance", action="store_true",
+                    help="only the RESULTS.md GEMM notes: narrow m=128 rows, split sweep, "
+                         "k sweep, bias_gelu at 16384x14336x4096 (< 3 min on an H100)")
+    ap.add_argument("--out", help="directory for the bench_gemm*.json files")
     a = ap.parse_args(argv)
     asked = tuple(a.dtypes.split(",")) if a.dtypes else None
     unknown = sorted(set(asked or ()) - set(DTYPES + KINDS))
@@ -616,10 +907,27 @@ def main(argv=None):
     dts = tuple(d for d in asked if d in DTYPES) if asked else None
     kinds = tuple(d for d in asked if d in KINDS) if asked else KINDS
     match = tuple(x for x in a.match.split(",") if x)
+    spec = None
+    if a.split_sweep is not None:
+        try:
+            spec = parse_sweep_spec(a.split_sweep)
+        except ValueError as e:
+            ap.error(str(e))
+    sweep_dt = (dts or DTYPES)[0]
+    if a.k_sweep or spec is not None or a.provenance:
+        H.check_cuda()
+        if a.provenance:
+            print(markdown_provenance(run_provenance(a.out, dtype=sweep_dt)))
+        if spec is not None:
+            print(markdown_split(run_split_sweep(a.out, dtype=sweep_dt, spec=spec)))
+        if a.k_sweep:
+            print(markdown_ksweep(run_ksweep(a.out, dtype=sweep_dt, epilogue=a.epilogue)))
+        return
     H.check_cuda()
     if dts is None or dts:
-        print(markdown(run(a.out, a.quick, variants=a.variants, dtypes=dts, match=match)))
-    if kinds:
+        print(markdown(run(a.out, a.quick, variants=a.variants, dtypes=dts, match=match,
+                           epilogue=a.epilogue)))
+    if kinds and a.epilogue == "identity":
         print(markdown_lowp(run_lowp(a.out, a.quick, kinds=kinds, match=match)))
 
 

@@ -27,7 +27,9 @@ reflect pad             32×64×224×224 bf16, last two dims padded by (3, 3)
 roll flat               2^28 float32 rolled by 12345 (flattened)
 roll rows               16384 × 16384 bf16 rolled by 7 along the rows (axis 0)
 triu                    8192 × 8192 float32, k = 0
-pad backward            reflect (3, 3) on the last two dims of 32×64×224×224 float32
+pad backward            reflect (3, 3) on the last two dims of 32×64×224×224 float32; again
+                        with ``PadTuning(fast_2d=False)`` (the general ``pad_bw`` kernel the
+                        ``pad_bw2d`` fast path replaces)
 ======================  =====================================================================
 
 Every pad result is checked against torch first (bit-exact for copies, ‖dx − ref‖/‖ref‖ ≤ 1e-5
@@ -136,7 +138,10 @@ PAD_CASES = [("constant pad", IMG, ((0, 0), (0, 0), (1, 1), (1, 1)), "constant",
          ("roll flat", (2 ** 28,), (12345,), "roll", "float32"),
          ("roll rows", (16384, 16384), (7, 0), "roll", "bfloat16"),
          ("triu", (8192, 8192), 0, "triu", "float32"),
-         ("pad backward", IMG, ((0, 0), (0, 0), (3, 3), (3, 3)), "reflect_bw", "float32")]
+         ("pad backward", IMG, ((0, 0), (0, 0), (3, 3), (3, 3)), "reflect_bw", "float32"),
+         # the general pad_bw kernel that the pad_bw2d fast path replaces (PadTuning(fast_2d=False))
+         ("pad backward (generic pad_bw)", IMG, ((0, 0), (0, 0), (3, 3), (3, 3)),
+          "reflect_bw_generic", "float32")]
 PAD_QUICK = [PAD_CASES[0], PAD_CASES[4], PAD_CASES[6]]
 
 
@@ -187,9 +192,12 @@ def _pad_case(torch, copy_gbs, label, shape, param, kind, dt):
         run = lambda: plan.run(args)  # noqa: E731
         run()
         ok = bool(torch.equal(out, ref_fn()))
-    else:  # reflect backward
+    else:  # reflect backward (reflect_bw_generic: the general pad_bw kernel, forced)
+        from baracuda_dsl import PlanPreference
+
         d = P.PadDescriptor(shape, param, "reflect", 0, dt)
-        plan = P.PadBackwardPlan.select(d)
+        plan = (P.PadBackwardPlan.select(d, PlanPreference(tuning=P.PadTuning(fast_2d=False)))
+                if kind == "reflect_bw_generic" else P.PadBackwardPlan.select(d))
         dy = torch.randn(d.out_shape, device="cuda", dtype=tdt)
         dx = torch.empty_like(x)
         args = P.PadBackwardArgs(dy, dx)

@@ -2,6 +2,16 @@
 test_indexing_gpu, test_repeat_gpu): random CUDA operands, poisoned outputs and byte-exact
 comparison.  Importable without torch or a GPU (every helper takes the torch module)."""
 
+import numpy as np
+
+try:
+    from tests import _checks
+except ImportError:      # run as ``pytest`` from elsewhere: tests/ (not the repo root) on sys.path
+    import _checks
+
+bounds, dtype_name, eps, poison, to_numpy = (_checks.bounds, _checks.dtype_name, _checks.eps,
+                                             _checks.poison, _checks.to_numpy)
+
 
 def rand(torch, shape, dtype, gen, low=None):
     """A random CUDA tensor of ``dtype`` (a torch dtype name) drawn from ``gen``: bool coin flips,
@@ -29,11 +39,26 @@ def poisoned_like(torch, ref):
 
 
 def poisoned(torch, shape, dtype):
-    """An output filled with a 0x7f byte pattern (NaN-like for floats), so unwritten bytes show."""
-    out = torch.empty(shape, device="cuda", dtype=getattr(torch, dtype))
-    if out.numel():
-        out.view(-1).view(torch.uint8).fill_(0x7F)
+    """An output of ``dtype`` (a torch dtype name) filled with its dtype's poison
+    (tests._checks.poison: NaN for every floating and complex dtype, ``iinfo.max`` for
+    integers), so unwritten elements show in value and in byte-exact comparisons.  bool outputs
+    get the byte 0x7F, which is neither False nor True: an unwritten element differs from any
+    result byte for byte (a True poison would pass wherever the result is True)."""
+    dt = getattr(torch, dtype)
+    out = poison(torch, shape, dt)
+    if dt == torch.bool and out.numel():
+        out.reshape(-1).view(torch.uint8).fill_(0x7F)
     return out
+
+
+def snapshot(torch, t):
+    """A byte copy of ``t`` (to check later that a region was left untouched)."""
+    return as_bytes(torch, t).clone()
+
+
+def untouched(torch, t, before):
+    """True when ``t`` still holds the bytes :func:`snapshot` took."""
+    return torch.equal(as_bytes(torch, t), before)
 
 
 def as_bytes(torch, a):
@@ -44,3 +69,48 @@ def as_bytes(torch, a):
 def bytes_equal(torch, a, b):
     """True when ``a`` and ``b`` hold the same bytes in row-major order."""
     return torch.equal(as_bytes(torch, a), as_bytes(torch, b))
+
+
+# ------------------------------------------------------------------------- per-element bounds
+#: tests._checks' element-by-element checks (0-d results included), re-exported for the tests
+#: that import their helpers from here
+assert_close, assert_equal = _checks.assert_close, _checks.assert_equal
+
+
+#: the compute / accumulation precision of the library's kernels per value dtype (half types
+#: and fp8 compute in f32; complex in its component type)
+COMPUTE = {"float16": "float32", "bfloat16": "float32", "float8_e4m3fn": "float32",
+           "float8_e5m2": "float32", "complex64": "float32", "complex128": "float64"}
+
+
+def compute_of(dtype) -> str:
+    """The compute dtype name of value dtype ``dtype`` (torch / numpy dtype or name)."""
+    name = dtype_name(dtype)
+    return COMPUTE.get(name, name)
+
+
+def terms_bound(dtype, *, compute=None, terms=0.0, ref=None, scale=None):
+    """``(rtol, atol, scale)`` for tests._checks.assert_close meaning, for every element,
+
+        |out − ref| ≤ TINY(dtype) + eps(dtype)/2·|ref| + terms·eps(compute)·scale
+
+    — the result's final rounding into ``dtype`` relative to the result itself, the ``terms``
+    rounded operations in ``compute`` precision (default :func:`compute_of`) relative to
+    ``scale`` (the magnitude of what they combined: Σ|terms| of a sum; None: |ref|).  Integer
+    and bool dtypes: exact."""
+    comp = compute_of(dtype) if compute is None else dtype_name(compute)
+    if scale is None:
+        rtol, atol = bounds(dtype_name(dtype), compute=comp, terms=terms)
+        return rtol, atol, None
+    rtol, atol = bounds(dtype_name(dtype))
+    if rtol == 0.0:
+        return 0.0, 0.0, None
+    mag = np.abs(to_numpy(ref))
+    s = np.maximum(np.abs(to_numpy(scale)), mag)
+    return rtol, atol, mag + (terms * eps(comp) / rtol) * s
+
+
+def assert_terms_close(out, ref, dtype, *, compute=None, terms=0.0, scale=None, what=""):
+    """assert_close with :func:`terms_bound` (see there); ``dtype`` is the OUTPUT dtype."""
+    rtol, atol, sc = terms_bound(dtype, compute=compute, terms=terms, ref=ref, scale=scale)
+    return assert_close(out, ref, rtol, atol, scale=sc, what=what)

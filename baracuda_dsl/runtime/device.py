@@ -17,13 +17,30 @@ from ..errors import NoDeviceError
 from ..vocabulary import ArchSku
 
 
-@functools.lru_cache(maxsize=None)
-def _core():
-    try:
-        import cuda.core as core
-    except Exception as e:  # pragma: no cover - depends on the machine
-        raise NoDeviceError(f"cuda.core is not importable: {e}") from None
-    return core
+#: serialises the first import of cuda.core and the per-device one-time set-up (memory pool):
+#: cuda.core resolves its names lazily, and two threads importing it at once can see a partly
+#: initialised module (ImportError "cannot import name ... from cuda.core.cu13")
+INIT_LOCK = threading.RLock()
+_CORE: list = []
+
+
+def cuda_core():
+    """The ``cuda.core`` module, imported once (thread-safe; NoDeviceError if unavailable)."""
+    if _CORE:
+        return _CORE[0]
+    with INIT_LOCK:
+        if not _CORE:
+            try:
+                import cuda.core as core
+
+                # resolve the lazily loaded names now, under the lock
+                for name in ("Device", "Stream", "DeviceMemoryResource", "LaunchConfig",
+                             "ObjectCode", "EventOptions"):
+                    getattr(core, name, None)
+            except Exception as e:  # pragma: no cover - depends on the machine
+                raise NoDeviceError(f"cuda.core is not importable: {e}") from None
+            _CORE.append(core)
+    return _CORE[0]
 
 
 def device_count() -> int:
@@ -67,7 +84,7 @@ def bind_thread(ordinal: int = 0):
     dev = devs.get(ordinal)
     if dev is None:
         _check_ordinal(ordinal)
-        dev = devs[ordinal] = _core().Device(ordinal)
+        dev = devs[ordinal] = cuda_core().Device(ordinal)
     if getattr(THREAD_STATE, "current", None) != ordinal:
         dev.set_current()
         THREAD_STATE.current = ordinal

@@ -8,15 +8,13 @@ default, an int handle, a cuda.core / torch / cupy stream) and time between two 
 from __future__ import annotations
 
 from .memory import as_core_stream
-from .device import current_device_ordinal
+from .device import cuda_core, current_device_ordinal
 
 
 def record(stream=None, timing: bool = False):
     """A ``cuda.core.Event`` recorded on ``stream`` (with timing enabled when asked)."""
-    from cuda.core import EventOptions
-
     s = as_core_stream(stream, current_device_ordinal())
-    return s.record(options=EventOptions(timing_enabled=bool(timing)))
+    return s.record(options=cuda_core().EventOptions(timing_enabled=bool(timing)))
 
 
 def elapsed_ms(start, stop) -> float:

@@ -10,11 +10,10 @@ the pool, retries once, and then raises :class:`~baracuda_dsl.errors.DeviceOutOf
 
 from __future__ import annotations
 
-import functools
 from typing import Callable, List
 
 from ..errors import DeviceOutOfMemoryError
-from .device import current_device_ordinal, get_device
+from .device import INIT_LOCK, cuda_core, current_device_ordinal, get_device
 
 #: callables run before an out-of-memory retry; each hands cached device memory back
 RELEASE_HOOKS: List[Callable[[], None]] = []
@@ -43,13 +42,20 @@ def _release_cached(ordinal: int, stream) -> None:
         pass
 
 
-@functools.lru_cache(maxsize=None)
-def memory_resource(ordinal: int = 0):
-    """The device's stream-ordered memory pool (created once per device)."""
-    from cuda.core import DeviceMemoryResource
+_POOLS: dict = {}
 
-    get_device(ordinal)
-    return DeviceMemoryResource(ordinal)
+
+def memory_resource(ordinal: int = 0):
+    """The device's stream-ordered memory pool (created once per device, under the runtime's
+    init lock: concurrent first uses from several threads get the same pool)."""
+    mr = _POOLS.get(ordinal)
+    if mr is None:
+        with INIT_LOCK:
+            mr = _POOLS.get(ordinal)
+            if mr is None:
+                get_device(ordinal)
+                mr = _POOLS[ordinal] = cuda_core().DeviceMemoryResource(ordinal)
+    return mr
 
 
 def allocate(nbytes: int, stream=None, ordinal: int | None = None):
@@ -73,16 +79,14 @@ def allocate(nbytes: int, stream=None, ordinal: int | None = None):
 
 
 def as_core_stream(stream, ordinal):
-    from cuda.core import Stream
-
-    if isinstance(stream, Stream):
+    if isinstance(stream, cuda_core().Stream):
         return stream
     dev = get_device(ordinal)
     if stream is None:
         return dev.default_stream
     from .stream import stream_handle
 
-    return Stream.from_handle(stream_handle(stream))
+    return cuda_core().Stream.from_handle(stream_handle(stream))
 
 
 def memset_d8(ptr: int, value: int, nbytes: int, stream: int = 0) -> None:

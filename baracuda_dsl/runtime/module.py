@@ -25,13 +25,12 @@ class LoadedKernel:
 
     def __init__(self, artifact: Artifact, ordinal: int):
         from cuda.bindings import driver
-        from cuda.core import ObjectCode
-
-        from .device import get_device
+        from .device import cuda_core, get_device
 
         get_device(ordinal)
         self.ordinal = ordinal
-        obj = ObjectCode.from_cubin(artifact.cubin, name=artifact.meta.get("template", ""))
+        obj = cuda_core().ObjectCode.from_cubin(artifact.cubin,
+                                                name=artifact.meta.get("template", ""))
         self.kernel = obj.get_kernel(artifact.entry)
         self.artifact = artifact
         self.handle = self.kernel.handle

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import array_api as xp
+from _gpu_helpers import assert_close, assert_equal, assert_terms_close
 
 pytestmark = pytest.mark.gpu
 
@@ -29,12 +30,14 @@ def _acc(npd):
 
 
 def _close(got, ref, npd):
+    """Exact, floats included: the data are small integers (sums: |partial| < 2048, exact in
+    float16 up; products of 0 / ±1), so every partial result of any summation order is
+    representable and a correct scan returns the exact value (rtol = atol = 0; the sign of a
+    zero is left free: a scan's identity may be −0)."""
     if np.issubdtype(np.dtype(npd), np.floating):
-        tol = {np.float16: 4e-3, np.float32: 1e-5, np.float64: 1e-12}[npd]
-        np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64),
-                                   rtol=tol, atol=tol)
+        assert_close(got, ref, 0.0, 0.0)
     else:
-        np.testing.assert_array_equal(got, ref)
+        assert_equal(got, ref)
 
 
 @pytest.mark.parametrize("npd", NPD)
@@ -74,7 +77,7 @@ def test_axis_and_dtype_rules():
     np.testing.assert_array_equal(xp.asnumpy(got), np.cumsum(a, axis=1, dtype=np.int32))
     got = xp.cumulative_sum(x, axis=0, dtype=xp.float32)
     assert got.dtype == xp.float32
-    np.testing.assert_allclose(xp.asnumpy(got), np.cumsum(a.astype(np.float32), axis=0))
+    assert_close(xp.asnumpy(got), np.cumsum(a.astype(np.float32), axis=0), 0.0)  # integers
     b = np.full(20, 100, np.int8)
     got = xp.cumulative_sum(xp.asarray(b), dtype=xp.int8)      # wraps like numpy
     with np.errstate(over="ignore"):
@@ -91,16 +94,21 @@ def test_extensions():
     for view, host in [(x, a), (x[::-1], a[::-1]), (x.T, a.T), (x[3:, ::-2], a[3:, ::-2])]:
         t = torch.from_numpy(np.ascontiguousarray(host)).double()
         for axis in (0, 1, -1):
-            np.testing.assert_allclose(xp.asnumpy(xp.cumsum(view, axis)),
-                                       torch.cumsum(t, axis).numpy(), rtol=1e-5)
-            np.testing.assert_allclose(xp.asnumpy(xp.cumsum(view, axis, reverse=True)),
-                                       torch.cumsum(t.flip(axis), axis).flip(axis).numpy(),
-                                       rtol=1e-5, atol=1e-5)
-            np.testing.assert_allclose(xp.asnumpy(xp.cumprod(view / 16, axis)),
-                                       torch.cumprod(t / 16, axis).numpy(), rtol=1e-4, atol=1e-30)
-            np.testing.assert_allclose(xp.asnumpy(xp.logcumsumexp(view, axis)),
-                                       torch.logcumsumexp(t, axis).numpy(), rtol=1e-5,
-                                       atol=1e-5)
+            n = host.shape[axis]
+            # integers in [-20, 20): every partial sum is exact in float32
+            assert_close(xp.asnumpy(xp.cumsum(view, axis)), torch.cumsum(t, axis).numpy(), 0.0)
+            assert_close(xp.asnumpy(xp.cumsum(view, axis, reverse=True)),
+                         torch.cumsum(t.flip(axis), axis).flip(axis).numpy(), 0.0)
+            # k/16 factors (exact): a product of ≤ n factors rounds ≤ n times, relative to itself
+            assert_terms_close(xp.asnumpy(xp.cumprod(view / 16, axis)),
+                               torch.cumprod(t / 16, axis).numpy(), "float32", terms=n,
+                               what=f"cumprod axis {axis}")
+            # log Σ e^x: the running sum's n roundings become an absolute error of the log,
+            # relative to 1 + the running max |x| (the shift by the max)
+            ref = torch.logcumsumexp(t, axis).numpy()
+            shift = 1.0 + torch.cummax(t.abs(), axis).values.numpy()
+            assert_terms_close(xp.asnumpy(xp.logcumsumexp(view, axis)), ref, "float32",
+                               terms=n + 4, scale=shift, what=f"logcumsumexp axis {axis}")
             for name in ("cummax", "cummin"):
                 v, i = getattr(xp, name)(view, axis)
                 rv, ri = getattr(torch, name)(t, axis)

@@ -8,6 +8,7 @@ copies) by numpy equivalents — so the batching, folding, 1-D promotion, transp
 complex-part and integer-exactness logic runs for real."""
 
 import ctypes
+import inspect
 import itertools
 import math
 
@@ -155,9 +156,19 @@ def test_linalg_module():
     assert linalg.vecdot is la.vecdot and linalg.matrix_transpose is xp.matrix_transpose
     assert linalg.trace is xp.trace
     for name in linalg.NOT_WIRED:
+        fn = getattr(linalg, name)
+        params = inspect.signature(fn).parameters
+        positional = [p for p in params.values() if p.kind is p.POSITIONAL_ONLY]
         with pytest.raises(bd.UnsupportedError) as ei:
-            getattr(linalg, name)(_fake((3, 3)))
+            fn(*[_fake((3, 3))] * len(positional))
         assert "matmul" in str(ei.value) and isinstance(ei.value, NotImplementedError)
+        with pytest.raises(TypeError):       # a malformed call is a TypeError, as for a real one
+            fn(_fake((3, 3)), _fake((3, 3)), _fake((3, 3)))
+    # the standard's signatures (the conformance suite's test_signatures checks them)
+    assert list(inspect.signature(linalg.vector_norm).parameters) == ["x", "axis", "keepdims",
+                                                                       "ord"]
+    assert list(inspect.signature(linalg.cross).parameters) == ["x1", "x2", "axis"]
+    assert "rtol" in inspect.signature(linalg.pinv).parameters
     x = _fake((2, 3, 4))
     for off in (-3, -1, 0, 1, 2, 4):
         d = linalg.diagonal(x, offset=off)

@@ -5,6 +5,8 @@ and transposed views, the split (long-row / full) path, exact integer results, d
 import numpy as np
 import pytest
 
+from _gpu_helpers import assert_close, assert_terms_close
+
 pytestmark = pytest.mark.gpu
 
 FLOATS = ["float32", "float64", "float16", "bfloat16"]
@@ -12,7 +14,6 @@ INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"
 SHAPES_AXES = [((7,), None), ((33, 5), 0), ((33, 5), 1), ((4, 5, 6), (0, 2)), ((4, 5, 6), -1),
                ((3, 4, 5, 6), (1, 3)), ((2, 3, 4, 5, 6), (0, 2, 4)), ((1000, 3), None),
                ((5, 0), 1), ((0, 4), 1), ((), None), ((4097,), 0)]
-TOL = {"float32": 1e-5, "float64": 1e-12, "float16": 3e-3, "bfloat16": 2e-2, "prod-half": 6e-2}
 
 
 def _xp():
@@ -54,15 +55,35 @@ def _ref_input(a, dtype):
     return a
 
 
-def _close(got, ref, dtype, what):
-    got = np.asarray(got, np.float64)
-    ref = np.asarray(ref, np.float64)
-    assert got.shape == ref.shape, (what, got.shape, ref.shape)
-    fin = np.isfinite(ref)
-    assert np.array_equal(np.isnan(got), np.isnan(ref)), what
-    if fin.any():
-        err = np.linalg.norm(got[fin] - ref[fin]) / max(np.linalg.norm(ref[fin]), 1e-30)
-        assert err <= TOL.get(dtype, 0), (what, err)
+def _close(got, fn, r, axis, keep, dtype, what):
+    """Every element of reduction ``fn`` of ``r`` (float64, the device's values) over ``axis``
+    within its bound: K = the reduced count, float32 accumulation (float64 for float64), the
+    classical worst-case K roundings; half an ulp of ``dtype`` for the final rounding.
+
+    sum / mean: relative to Σ|x| (cancellation); prod: relative to itself (K roundings);
+    max / min: exact (one of the values); var / std: relative to mean(x²) (x − mean cancels;
+    std = √var: var's error over 2·std); logsumexp: absolute, relative to 1 + max|x| (the shift
+    by the max, the log of a sum relatively accurate to K roundings)."""
+    red = dict(axis=axis, keepdims=keep)
+    with np.errstate(all="ignore"):
+        ref = getattr(np, fn)(r, **red) if fn != "logsumexp" else np.log(np.sum(np.exp(r), **red))
+        n = max(r.size, 1) // max(np.size(ref), 1) if r.size else 0
+        if fn in ("max", "min"):
+            assert_close(got, ref, 0.0, what=what)
+            return
+        scale = None
+        if fn == "sum":
+            scale = np.sum(np.abs(r), **red)
+        elif fn == "mean":
+            scale = np.mean(np.abs(r), **red)
+        elif fn in ("var", "std"):
+            scale = np.mean(r * r, **red)
+            if fn == "std":
+                scale = np.where(ref > 0, scale / (2 * ref), np.sqrt(scale))
+        elif fn == "logsumexp":
+            scale = 1.0 + np.max(np.abs(r), **red) if r.size else None
+    assert_terms_close(np.asarray(got, np.float64), np.asarray(ref, np.float64), dtype,
+                       terms=n + 4, scale=scale, what=what)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -75,7 +96,6 @@ def test_float_reductions(dtype):
         r = _ref_input(a, dtype).astype(np.float64)
         for keep in (False, True):
             for fn in ("sum", "prod", "mean", "max", "min", "var", "std"):
-                ref_fn = getattr(np, fn)
                 empty = any(shape[d] == 0 for d in (range(len(shape)) if axis is None else
                                                      np.atleast_1d(axis) % max(len(shape), 1)))
                 if fn in ("max", "min") and (empty or not shape and False):
@@ -83,18 +103,14 @@ def test_float_reductions(dtype):
                         with pytest.raises(ValueError):
                             getattr(xp, fn)(x, axis=axis, keepdims=keep)
                         continue
-                with np.errstate(all="ignore"):
-                    ref = ref_fn(r, axis=axis, keepdims=keep)
                 got = getattr(xp, fn)(x, axis=axis, keepdims=keep)
                 assert got.dtype == x.dtype, (fn, got.dtype)
-                # half-precision products of many normals sit near the subnormal range
-                tol = "prod-half" if fn == "prod" and dtype in ("float16", "bfloat16") else dtype
-                _close(_np(got), ref, tol, (fn, shape, axis, keep))
+                # (half-precision products of many normals reach the subnormal range: the
+                # bound's absolute floor, the dtype's smallest normal, covers them)
+                _close(_np(got), fn, r, axis, keep, dtype, (fn, shape, axis, keep))
             if dtype != "bfloat16":
-                with np.errstate(all="ignore"):
-                    ref = np.log(np.sum(np.exp(r), axis=axis, keepdims=keep))
-                _close(_np(xp.logsumexp(x, axis=axis, keepdims=keep)), ref, dtype,
-                       ("logsumexp", shape, axis))
+                _close(_np(xp.logsumexp(x, axis=axis, keepdims=keep)), "logsumexp", r, axis,
+                       keep, dtype, ("logsumexp", shape, axis))
 
 
 @pytest.mark.parametrize("dtype", INTS + ["bool"])
@@ -161,7 +177,7 @@ def test_strided_views_split_paths_and_determinism():
     for view, ref in ((base.T, a.T), (base[::3, 1::2], a[::3, 1::2]), (base[::-1], a[::-1]),
                       (base[:, ::-2].T, a[:, ::-2].T)):
         for axis in (None, 0, 1, (0, 1)):
-            _close(xp.sum(view, axis=axis).to_numpy(), np.sum(ref.astype(np.float64), axis=axis),
+            _close(xp.sum(view, axis=axis).to_numpy(), "sum", ref.astype(np.float64), axis, False,
                    "float32", ("strided", axis))
             assert np.array_equal(xp.argmax(view, axis=axis if not isinstance(axis, tuple)
                                             else None).to_numpy(),
@@ -170,14 +186,25 @@ def test_strided_views_split_paths_and_determinism():
     big = rng.standard_normal(3 * 2**20 + 7).astype(np.float32)   # full reduction, split pass
     x = xp.asarray(big)
     s1, s2 = xp.sum(x), xp.sum(x)
-    assert s1.to_numpy().tobytes() == s2.to_numpy().tobytes()
-    _close(s1.to_numpy(), big.astype(np.float64).sum(), "float32", "full")
-    _close(xp.mean(x).to_numpy(), big.astype(np.float64).mean(), "float32", "mean")
+    assert s1.to_numpy().tobytes() == s2.to_numpy().tobytes()     # a fixed combine order
     assert int(xp.argmax(x)) == int(np.argmax(big))
+    # the values of the split pass: with 3M terms a worst-case bound (3M roundings) says
+    # nothing, so the sum's value is checked on integers in [-3, 3], whose partial sums
+    # (|·| < 2^24) are all exact in float32 — any correct order gives the exact sum, and a
+    # lost or doubled element shows
+    ints = rng.integers(-3, 4, big.size).astype(np.float32)
+    xi = xp.asarray(ints)
+    total = ints.astype(np.float64).sum()
+    assert_close(xp.sum(xi).to_numpy(), total, 0.0, what="full sum (exact)")
+    # mean: the exact sum times 1/N (two roundings)
+    assert_terms_close(xp.mean(xi).to_numpy(), total / big.size, "float32", terms=2,
+                       what="full mean")
     col = rng.standard_normal((4096, 33)).astype(np.float64)      # column, split pass
-    _close(xp.sum(xp.asarray(col), axis=0).to_numpy(), col.sum(0), "float64", "column")
+    _close(xp.sum(xp.asarray(col), axis=0).to_numpy(), "sum", col, 0, False, "float64",
+           "column")
     rows = rng.standard_normal((3, 200001)).astype(np.float32)    # few long rows
-    _close(xp.max(xp.asarray(rows), axis=1).to_numpy(), rows.max(1), "float32", "rows")
+    _close(xp.max(xp.asarray(rows), axis=1).to_numpy(), "max", rows.astype(np.float64), 1,
+           False, "float32", "rows")
     f16 = np.ones(100000, np.float16)                             # mean scales before the cast
     assert float(xp.mean(xp.asarray(f16))) == 1.0
 
@@ -187,8 +214,13 @@ def test_complex_diff_trace_and_dtype_arguments():
     rng = np.random.default_rng(4)
     c = (rng.standard_normal((5, 6)) + 1j * rng.standard_normal((5, 6))).astype(np.complex64)
     x = xp.asarray(c)
-    np.testing.assert_allclose(xp.sum(x, axis=1).to_numpy(), c.sum(1), rtol=1e-5)
-    np.testing.assert_allclose(xp.mean(x).to_numpy(), c.mean(), rtol=1e-5)
+    c64 = c.astype(np.complex128)
+    # complex64 sums (component-wise float32 sums) relative to Σ|re|, Σ|im| per component;
+    # the modulus Σ|z| bounds both
+    assert_terms_close(xp.sum(x, axis=1).to_numpy(), c64.sum(1), "complex64", terms=6 + 4,
+                       scale=np.abs(c64).sum(1), what="complex sum")
+    assert_terms_close(xp.mean(x).to_numpy(), c64.mean(), "complex64", terms=30 + 4,
+                       scale=np.abs(c64).mean(), what="complex mean")
     a = rng.integers(-9, 9, (4, 7, 5)).astype(np.int32)
     y = xp.asarray(a)
     for n in (1, 2):
@@ -199,11 +231,15 @@ def test_complex_diff_trace_and_dtype_arguments():
                           np.diff(a, axis=1, prepend=p, append=p))
     m = rng.standard_normal((3, 5, 6))
     for off in (-2, 0, 1, 7):
-        np.testing.assert_allclose(xp.trace(xp.asarray(m), offset=off).to_numpy(),
-                                   np.trace(m, offset=off, axis1=-2, axis2=-1), rtol=1e-12)
+        ref = np.trace(m, offset=off, axis1=-2, axis2=-1)
+        mag = np.trace(np.abs(m), offset=off, axis1=-2, axis2=-1)
+        assert_terms_close(xp.trace(xp.asarray(m), offset=off).to_numpy(), ref, "float64",
+                           terms=5 + 4, scale=mag, what=f"trace offset {off}")
     f = rng.standard_normal(100).astype(np.float32)
     assert xp.sum(xp.asarray(f), dtype=xp.float64).dtype == xp.float64
     assert xp.sum(xp.asarray(a), dtype=xp.int32).dtype == xp.int32
-    np.testing.assert_allclose(float(xp.var(xp.asarray(f), correction=1)), np.var(f, ddof=1),
-                               rtol=1e-5)
+    f64 = f.astype(np.float64)
+    assert_terms_close(float(xp.var(xp.asarray(f), correction=1)), np.var(f64, ddof=1),
+                       "float32", terms=100 + 4, scale=np.mean(f64 * f64) * 100 / 99,
+                       what="var correction=1")
     assert np.isnan(float(xp.var(xp.asarray(f[:1]), correction=1)))

@@ -1,15 +1,19 @@
 """The sm90a wgmma/TMA GEMM (``gemm_sm90``) on an H100 against float64 torch references: odd
 sizes M, N, K in {1, 7, 127, 130, 1000, 4096} (padded leading dims so TMA takes them), all four
 operand layouts, both tiles, alpha / beta, every epilogue, f32 output, strided c, a persistent
-grid with more tiles than SMs, the 2-CTA cluster (TMA multicast) SKU, poisoned outputs; every
-case asserts the plan picked ``gemm_sm90``.  Also checks that the cached, address-patched operand
-descriptors are bit for bit the driver's fresh ``cuTensorMapEncodeTiled`` encodes."""
+grid with more tiles than SMs, the 2-CTA cluster (TMA multicast) SKU, poisoned outputs and
+split-K workspaces; every case asserts the plan picked ``gemm_sm90``.  Every element is checked
+against a bound from the OUTPUT dtype and k (f32 accumulate; _gemm_helpers.gemm_tolerance).
+Also checks that the cached, address-patched operand descriptors are bit for bit the driver's
+fresh ``cuTensorMapEncodeTiled`` encodes."""
 
 import itertools
 
 import pytest
-from _gemm_helpers import (TOL, assert_close, padded_operand, poison_, ref_gemm, sm90_mods,
-                           tuned)
+from _gemm_helpers import (assert_gemm_close, gemm_scale, padded_operand, poisoned_workspace,
+                           ref_gemm, sm90_mods, tuned)
+
+from tests._checks import poison_
 
 pytestmark = pytest.mark.gpu
 
@@ -28,7 +32,7 @@ def _run(m, n, k, dtype, *, a_t=False, b_t=False, alpha=1.0, beta=0.0, epilogue=
     if c is None:
         c = torch.randn((m, n), generator=gen, device="cuda").to(odt)
     if beta == 0:
-        poison_(c)                               # poisoned: must not be read
+        poison_(torch, c)                        # poisoned: must not be read
     c_old = c.clone()
     bias = None
     if epilogue != "identity":
@@ -38,10 +42,12 @@ def _run(m, n, k, dtype, *, a_t=False, b_t=False, alpha=1.0, beta=0.0, epilogue=
     args = GemmArgs(a, b, c, bias)
     tmpl, knobs = plan.kernel_for(args)
     assert tmpl.name == "gemm_sm90", (m, n, k, knobs)
-    plan.run(args)
+    plan.run(args, workspace=poisoned_workspace(torch, plan))
     torch.cuda.synchronize()
     ref = ref_gemm(torch, a, b, c_old, bias, alpha, beta, epilogue)
-    assert_close(torch, c, ref, TOL[dtype], (m, n, k, dtype, knobs))
+    assert_gemm_close(c, ref, k, scale=gemm_scale(torch, a, b, c_old, bias, alpha, beta),
+                      epilogue=epilogue, extra_terms=plan.splits,
+                      ctx=(m, n, k, dtype, out_dtype, epilogue, knobs))
     return knobs
 
 
@@ -197,7 +203,7 @@ def test_wgmma_split_k(splits):
             cbuf = torch.randn((m, n + 8), generator=gen, device="cuda").to(tdt)
             c = cbuf[:, :n]
             if beta == 0:
-                poison_(c)
+                poison_(torch, c)
             c_old = c.clone()
             bias = torch.randn((n,), generator=gen, device="cuda").to(tdt) \
                 if epi != "identity" else None
@@ -213,12 +219,15 @@ def test_wgmma_split_k(splits):
                 assert plan.splits == splits
             args = GemmArgs(a, b, c, bias)
             assert plan.kernel_for(args)[0].name == "gemm_sm90"
-            ws = torch.full((plan.workspace_size(),), 255, device="cuda", dtype=torch.uint8)
+            ws = poisoned_workspace(torch, plan)        # f32 partials: NaN until written
             plan.run(args, workspace=ws)
             first = c.clone()
             ref = ref_gemm(torch, a, b, c_old, bias, 1.0, beta, epi)
-            assert_close(torch, c, ref, TOL[dt], (m, n, k, dt, epi, splits))
+            assert_gemm_close(c, ref, k, scale=gemm_scale(torch, a, b, c_old, bias, 1.0, beta),
+                              epilogue=epi, extra_terms=plan.splits,
+                              ctx=(m, n, k, dt, epi, splits))
             c.copy_(c_old)
+            ws.fill_(0xFF)                              # re-poisoned: no stale partial reused
             plan.run(args, workspace=ws)
             assert torch.equal(c, first)                    # bit-identical rerun
 

@@ -1,7 +1,6 @@
 """GatherPlan / ScatterPlan on the GPU against numpy indexing (bit-exact, every item size,
 strided operands, clamped / skipped out-of-range indices)."""
 
-import numpy as np
 import pytest
 
 pytestmark = pytest.mark.gpu

@@ -1,13 +1,25 @@
 """Pointwise losses on the GPU (torch CUDA operands) against torch.nn.functional in float64:
 every loss × reduction × a couple of parameter values, forward and backward (vs float64
 autograd), odd and empty sizes, broadcast / strided operands, poisoned outputs, deterministic
-sums, and the ``array_api.losses`` namespace functions."""
+sums, and the ``array_api.losses`` namespace functions.
+
+Every element is checked (tests/_checks.py via _loss_gpu_checks) against NaN-poisoned outputs.
+Bounds (:func:`_magnitude`, :func:`check_loss`): a loss term is a short chain of f32 (f64)
+operations on its operands — at most ``K_TERM`` roundings, each relative to the magnitude of
+the quantities in the chain; a sum / mean adds the fixed-order reduction (:func:`_pw_depth`);
+a gradient is dloss·scale·∂ℓ/∂operand with the same chain."""
 
 import math
 
 import pytest
 
+from _loss_gpu_checks import CT, check, eps, row_depth
+
 pytestmark = pytest.mark.gpu
+
+#: roundings in one loss term or its derivative (loss_pointwise kernels: a difference, a
+#: square / abs / min / max, a log or exp (a few ulps), products with the weights, the scale)
+K_TERM = 16
 
 LOSS_CASES = [
     ("mse_loss", {}), ("l1_loss", {}), ("huber_loss", dict(delta=1.0)),
@@ -25,7 +37,6 @@ LOSS_CASES = [
     ("multilabel_soft_margin_loss", {}), ("multilabel_soft_margin_loss", dict(weight=True)),
 ]
 IDS = [f"{c[0]}-{i}" for i, c in enumerate(LOSS_CASES)]
-TOL = {"float32": 2e-5, "bfloat16": 2e-2, "float16": 4e-3, "float64": 1e-11}
 
 
 def _ws(torch, plan):
@@ -87,25 +98,104 @@ def _ref(torch, loss, ops, kw, w, pw, reduction):
     return getattr(F, loss)(*ops, reduction=reduction, **k)
 
 
-def _close(torch, got, ref, tol, what, mag=None):
-    """got ≈ ref: scalars relative to max(|ref|, mag) (mag: the same reduction of |terms|, the
-    scale of a sum's rounding error), tensors elementwise with atol = tol·max|ref|; NaN == NaN."""
-    got = got.double()
+def _pw_depth(n):
+    """Rounded adds on a path of a sum / mean (loss_pointwise ``reduce`` + ``fin``): a thread
+    folds <= ILP·vec = 32 elements, 5 shuffle levels and 8 warp partials per CTA; the one ``fin``
+    CTA folds ceil(CTAs/256) partials a thread, 13 levels more (CTAs = ceil(n/2048) at most)."""
+    return min(max(n, 1), 32 + 13 + -(-(-(-n // 2048)) // 256) + 13)
+
+
+def _magnitude(torch, loss, ops, kw, w, pw):
+    """Per element (the loss's broadcast shape), a bound on the magnitude of every quantity in
+    the chain that forms the loss term and its derivatives, so that K_TERM·u·(this) bounds the
+    compute error of either: with s = 1 + Σ|operands|, s² for the polynomial / piecewise losses
+    (d², δ|d| ...; the derivatives 2|d| <= s²), times e^{|operand|} where an operand is
+    exponentiated (kl_div log_target, poisson log_input), times (1 + 1/v)² for gaussian_nll
+    (d²/v and its derivative in v, d²/v²), (1 + 1/(x(1 − x))) for binary_cross_entropy (the
+    derivative w·(x − y)/(x(1 − x))); times |weight| and (1 + |pos_weight|)."""
+    ops = [o.double() for o in ops]
+    if loss == "gaussian_nll_loss" and ops[2].dim() == ops[0].dim() - 1:
+        ops[2] = ops[2].unsqueeze(-1)          # var (N,) for input (N, D): torch's broadcast
+    ops = torch.broadcast_tensors(*ops)
+    s = 1.0
+    for o in ops:
+        s = s + o.abs()
+    mag = s * s
+    if loss == "kl_div" and kw.get("log_target"):
+        mag = mag * torch.exp(ops[1].abs())
+    if loss == "poisson_nll_loss" and kw.get("log_input", True):
+        mag = mag * torch.exp(ops[0].abs())
+    if loss == "poisson_nll_loss" and not kw.get("log_input", True):
+        mag = mag * (1 + 1 / (ops[0].abs() + kw.get("eps", 1e-8)))
+    if loss == "gaussian_nll_loss":
+        v = ops[2].abs().clamp_min(kw.get("eps", 1e-6))
+        mag = mag * (1 + 1 / v) ** 2
+    if loss == "binary_cross_entropy":
+        x = ops[0]
+        mag = mag * (1 + 1 / (x * (1 - x)).abs().clamp_min(1e-12))
+    if w is not None:
+        mag = mag * w.double().abs()
+    if pw is not None:
+        mag = mag * (1 + pw.double().abs())
+    return mag
+
+
+def grad_error(torch, loss, ops, kw, w, pw, reduction, dl, opshape, dtype):
+    """Bound on the compute error of dloss·scale·∂ℓ/∂operand per element (K_TERM·u·
+    :func:`_magnitude`·|dloss|·scale; multilabel_soft_margin: / C), summed back to the operand's
+    shape when it was broadcast (each summed element's bound plus count·u·Σ|terms|)."""
+    u = eps(CT[dtype])
+    mag = _magnitude(torch, loss, ops, kw, w, pw)
+    g = dl.double().abs()
+    if loss == "multilabel_soft_margin_loss":
+        c = mag.shape[-1]
+        g = (g.unsqueeze(-1) if reduction == "none" else g) / c
+        nterms = mag.numel() // max(c, 1)
+    else:
+        nterms = mag.numel()
+    if reduction == "mean":
+        g = g / max(nterms, 1)
+    elif reduction == "batchmean":
+        g = g / ops[0].shape[0]
+    m = mag * g
+    err = K_TERM * u * m
+    opshape = tuple(opshape)
+    if tuple(err.shape) != opshape:
+        count = err.numel() // max(math.prod(opshape), 1)
+        if opshape == tuple(err.shape[:-1]):       # gaussian var (N,) for an (N, D) input
+            err, m = err.sum(-1), m.sum(-1)
+            return err + count * u * m
+        err = err.sum_to_size(opshape) + count * u * m.sum_to_size(opshape)
+    return err
+
+
+def check_loss(torch, got, loss, ops, kw, w, pw, reduction, dtype, what=""):
+    """Our forward loss vs torch.nn.functional in float64 from the same (rounded) operands: per
+    element K_TERM·u·:func:`_magnitude` (+ the output rounding); multilabel_soft_margin first
+    averages each row over its C classes (depth row_depth(C)); sum / mean add
+    _pw_depth(n)·u·Σ|ℓ| and the mean's division."""
+    u = eps(CT[dtype])
+    ops64 = [o.double() for o in ops]
+    w64 = None if w is None else w.double()
+    pw64 = None if pw is None else pw.double()
+    ref = _ref(torch, loss, ops64, kw, w64, pw64, reduction)
     if ref.numel() == 0:
         assert got.numel() == 0 and tuple(got.shape) == tuple(ref.shape), what
         return
-    if ref.dim() == 0:
-        r, g = float(ref), float(got)
-        if math.isnan(r):
-            assert math.isnan(g), (what, g)
-            return
-        den = max(abs(r), 1e-30 if mag is None else float(mag))
-        err = abs(g - r) / den
-        assert err <= tol, (what, g, r, err)
-        return
-    big = float(torch.nan_to_num(ref.abs(), nan=0.0).max())
-    torch.testing.assert_close(got, ref, rtol=tol, atol=tol * max(big, 1.0), equal_nan=True,
-                               msg=lambda m: f"{what}: {m}")
+    terms = _ref(torch, loss, ops64, kw, w64, pw64, "none")
+    mag = _magnitude(torch, loss, ops, kw, w, pw)
+    err = K_TERM * u * mag
+    if loss == "multilabel_soft_margin_loss":
+        c = mag.shape[-1]
+        err = err.mean(-1) + row_depth(c) * u * mag.mean(-1)
+    if reduction != "none":
+        n = terms.numel()
+        err = err.sum() + _pw_depth(n) * u * terms.abs().sum()
+        if reduction == "mean":
+            err = err / n + u * ref.abs()
+        elif reduction == "batchmean":
+            err = err / ops[0].shape[0] + u * ref.abs()
+    check(got.reshape(ref.shape), ref, dtype, err, what=what)
 
 
 def _forward(torch, loss, kw, shape, dtype, reduction, gen, ops64=None):
@@ -140,17 +230,12 @@ def test_forward_vs_torch(loss, kw):
                 shape = (shape[0] // 7 + 1, 7)
             for red in ("none", "mean", "sum"):
                 out, ref, (ops, w, pw, _) = _forward(torch, loss, kw, shape, dtype, red, gen)
-                tol = TOL[dtype] * (4 if red == "none" else 1)
-                mag = None
-                if red != "none":
-                    terms = _ref(torch, loss, [o.double() for o in ops], kw,
-                                 None if w is None else w.double(),
-                                 None if pw is None else pw.double(), "none").abs()
-                    mag = terms.sum() if red == "sum" else terms.mean()
-                _close(torch, out, ref, tol, (loss, kw, dtype, shape, red), mag)
+                check_loss(torch, out, loss, ops, kw, w, pw, red, dtype,
+                           (loss, kw, dtype, shape, red))
     if loss == "kl_div":
-        out, ref, _ = _forward(torch, loss, kw, (6, 5), "float32", "batchmean", gen)
-        _close(torch, out, ref, TOL["float32"], "batchmean")
+        out, ref, (ops, w, pw, _) = _forward(torch, loss, kw, (6, 5), "float32", "batchmean",
+                                             gen)
+        check_loss(torch, out, loss, ops, kw, w, pw, "batchmean", "float32", "batchmean")
 
 
 @pytest.mark.parametrize("loss,kw", LOSS_CASES, ids=IDS)
@@ -192,7 +277,8 @@ def test_backward_vs_autograd(loss, kw):
                          workspace=_ws(torch, plan))
                 for n, gv in zip(gn, grads):
                     refg = leaves[names.index(n)].grad
-                    _close(torch, gv, refg, TOL[dtype] * 4, (loss, kw, dtype, shape, red, n))
+                    err = grad_error(torch, loss, ops, kw, w, pw, red, dl, refg.shape, dtype)
+                    check(gv, refg, dtype, err, what=(loss, kw, dtype, shape, red, n))
 
 
 def test_half_types_and_odd_sizes():
@@ -203,9 +289,8 @@ def test_half_types_and_odd_sizes():
             for loss, kw in (("mse_loss", {}), ("binary_cross_entropy_with_logits", {}),
                              ("gaussian_nll_loss", {})):
                 for red in ("none", "mean"):
-                    out, ref, _ = _forward(torch, loss, kw, (n,), dtype, red, gen)
-                    _close(torch, out, ref, TOL[dtype] * (4 if red == "none" else 1),
-                           (loss, dtype, n, red))
+                    out, ref, (ops, w, pw, _) = _forward(torch, loss, kw, (n,), dtype, red, gen)
+                    check_loss(torch, out, loss, ops, kw, w, pw, red, dtype, (loss, dtype, n, red))
 
 
 def test_empty_inputs():
@@ -221,8 +306,16 @@ def test_empty_inputs():
                 if red != "none":
                     r, g = float(ref), float(out)
                     assert (math.isnan(r) and math.isnan(g)) or r == g, (loss, shape, red, g, r)
+                elif loss == "multilabel_soft_margin_loss" and shape[-1] == 0:
+                    # 'none' drops the class dim: a 1-d input is ONE sample of C classes, so
+                    # (0,) -> () and (3, 0) -> (3,), each the mean over 0 classes = 0/0 = NaN
+                    # (torch: loss.sum(class_dim) / C) — not an empty result
+                    assert tuple(out.shape) == shape[:-1], (loss, shape, tuple(out.shape))
+                    assert bool(torch.isnan(out).all()), (loss, shape, out)
+                    check(out, ref, "float32", what=(loss, shape))
                 else:
-                    _close(torch, out, ref, 1e-6, (loss, shape))
+                    # no sample: (0,) / (0, 5) -> an empty result ((0, 5) multilabel -> (0,))
+                    assert out.numel() == 0 and ref.numel() == 0, (loss, shape)
 
 
 def test_broadcast_operands_and_grads():
@@ -244,10 +337,12 @@ def test_broadcast_operands_and_grads():
         ref.backward(dl.double())
         plan = PointwiseLossBackwardPlan.select(PointwiseLossBackwardDescriptor(
             "mse_loss", ((50, 24), (24,)), "float32", red))
-        gx, gy = torch.empty_like(x), torch.full_like(y, float("nan"))
+        gx, gy = torch.full_like(x, float("nan")), torch.full_like(y, float("nan"))
         plan.run(PointwiseLossBackwardArgs(dl, [x, y], [gx, gy]), workspace=_ws(torch, plan))
-        _close(torch, gx, xl.grad, 1e-5, "grad x")
-        _close(torch, gy, yl.grad, 1e-5, "grad y (broadcast)")
+        for gv, lf, nm in ((gx, xl, "grad x"), (gy, yl, "grad y (broadcast)")):
+            err = grad_error(torch, "mse_loss", [x, y], {}, None, None, red, dl, lf.shape,
+                             "float32")
+            check(gv, lf.grad, "float32", err, what=(nm, red))
     for vshape in ((50,), (50, 1)):
         var = 0.1 + torch.rand(vshape, generator=gen, device="cuda")
         t = torch.randn((50, 24), generator=gen, device="cuda")
@@ -258,11 +353,13 @@ def test_broadcast_operands_and_grads():
         ref.backward()
         plan = PointwiseLossBackwardPlan.select(PointwiseLossBackwardDescriptor(
             "gaussian_nll_loss", ((50, 24), (50, 24), vshape), "float32", "sum"))
-        grads = [torch.empty_like(a) for a in (x, t, var)]
+        grads = [torch.full_like(a, float("nan")) for a in (x, t, var)]
         one = torch.ones((), device="cuda")
         plan.run(PointwiseLossBackwardArgs(one, [x, t, var], grads), workspace=_ws(torch, plan))
         for gv, lf, n in zip(grads, leaves, ("x", "t", "var")):
-            _close(torch, gv, lf.grad, 1e-5, ("gaussian", vshape, n))
+            err = grad_error(torch, "gaussian_nll_loss", [x, t, var], {}, None, None, "sum",
+                             one, lf.shape, "float32")
+            check(gv, lf.grad, "float32", err, what=("gaussian", vshape, n))
     w = 0.5 + torch.rand((24,), generator=gen, device="cuda")
     pw = 0.5 + torch.rand((24,), generator=gen, device="cuda")
     yb = torch.rand((50, 24), generator=gen, device="cuda")
@@ -272,7 +369,7 @@ def test_broadcast_operands_and_grads():
                   pw=pw[None, :].expand(50, 24))
 
 
-def _fw_check(torch, loss, ops, kw, red, w=None, pw=None, out=None, tol=2e-5):
+def _fw_check(torch, loss, ops, kw, red, w=None, pw=None, out=None):
     from baracuda_dsl.ops.losses.loss_pointwise import (PointwiseLossArgs, PointwiseLossDescriptor,
                                                         PointwiseLossPlan)
 
@@ -284,9 +381,8 @@ def _fw_check(torch, loss, ops, kw, red, w=None, pw=None, out=None, tol=2e-5):
     if out is None:
         out = torch.full(desc.out_shape, float("nan"), device="cuda", dtype=ops[0].dtype)
     plan.run(PointwiseLossArgs(ops, out, w, pw), workspace=_ws(torch, plan))
-    ref = _ref(torch, loss, [o.double() for o in ops], kw, None if w is None else w.double(),
-               None if pw is None else pw.double(), red)
-    _close(torch, out, ref, tol, (loss, red))
+    check_loss(torch, out, loss, ops, kw, w, pw, red, str(ops[0].dtype).split(".")[-1],
+               (loss, red))
     return out
 
 
@@ -335,28 +431,27 @@ def test_namespace_functions():
     import array_api as xp
     from array_api.losses import _pointwise as L
 
-    F = torch.nn.functional
     gen = torch.Generator(device="cuda").manual_seed(8)
     a = torch.randn((20, 9), generator=gen, device="cuda")
     b = torch.rand((20, 9), generator=gen, device="cuda")
     v = 0.2 + torch.rand((20,), generator=gen, device="cuda")
     A, B, V = xp.from_dlpack(a), xp.from_dlpack(b), xp.from_dlpack(v)
 
-    def chk(got, ref, tol=2e-5):
-        _close(torch, torch.from_dlpack(got), ref.double(), tol, "namespace")
+    def chk(got, loss, ops, red, **kw):
+        check_loss(torch, torch.from_dlpack(got), loss, ops, kw, None, None, red, "float32",
+                   ("namespace", loss, red))
 
-    ad, bd_ = a.double(), b.double()
-    chk(L.mse_loss(A, B), F.mse_loss(ad, bd_))
-    chk(L.l1_loss(A, B, reduction="none"), F.l1_loss(ad, bd_, reduction="none"))
-    chk(L.huber_loss(A, B, reduction="sum", delta=0.5), F.huber_loss(ad, bd_, reduction="sum",
-                                                                     delta=0.5))
-    chk(L.smooth_l1_loss(A, B, beta=0.2), F.smooth_l1_loss(ad, bd_, beta=0.2))
-    chk(L.mse_loss(A, B, size_average=False), F.mse_loss(ad, bd_, reduction="sum"))
-    chk(L.binary_cross_entropy_with_logits(A, B), F.binary_cross_entropy_with_logits(ad, bd_))
-    chk(L.kl_div(A, B, reduction="batchmean"), F.kl_div(ad, bd_, reduction="batchmean"))
-    chk(L.gaussian_nll_loss(A, B, V), F.gaussian_nll_loss(ad, bd_, v.double()))
-    chk(L.multilabel_soft_margin_loss(A, B, reduction="none"),
-        F.multilabel_soft_margin_loss(ad, bd_, reduction="none"))
+    chk(L.mse_loss(A, B), "mse_loss", [a, b], "mean")
+    chk(L.l1_loss(A, B, reduction="none"), "l1_loss", [a, b], "none")
+    chk(L.huber_loss(A, B, reduction="sum", delta=0.5), "huber_loss", [a, b], "sum", delta=0.5)
+    chk(L.smooth_l1_loss(A, B, beta=0.2), "smooth_l1_loss", [a, b], "mean", beta=0.2)
+    chk(L.mse_loss(A, B, size_average=False), "mse_loss", [a, b], "sum")
+    chk(L.binary_cross_entropy_with_logits(A, B), "binary_cross_entropy_with_logits", [a, b],
+        "mean")
+    chk(L.kl_div(A, B, reduction="batchmean"), "kl_div", [a, b], "batchmean")
+    chk(L.gaussian_nll_loss(A, B, V), "gaussian_nll_loss", [a, b, v], "mean")
+    chk(L.multilabel_soft_margin_loss(A, B, reduction="none"), "multilabel_soft_margin_loss",
+        [a, b], "none")
     with pytest.raises(TypeError):
         L.mse_loss(A, xp.from_dlpack(b.double()))
     with pytest.raises(ValueError):

@@ -1,18 +1,25 @@
 """Random family on the GPU: Philox words bit-exact against the numpy reference of
 test_random_cpu.py, reproducibility and launch-shape independence, statistics (moments, KS,
 frequencies), dropout forward/backward exactness, Gumbel-softmax (rows, hard one-hot, gradient vs
-torch float64 autograd given the same noise)."""
+torch float64 autograd given the same noise).
 
+Values are checked element by element (tests/_checks.py) against poisoned outputs; every bound
+is derived from the output dtype and the computation (see each test)."""
+
+import importlib
 import math
 
 import numpy as np
 import pytest
 
 import test_random_cpu as ref
+from tests._checks import assert_within, TINY, assert_close, bounds, eps, poison
 
 pytestmark = pytest.mark.gpu
 
 FLOATS = ["float32", "float16", "bfloat16", "float64"]
+#: compute dtype (half types compute in f32, f64 in f64)
+CT = {"float32": "float32", "float16": "float32", "bfloat16": "float32", "float64": "float64"}
 
 
 def _torch():
@@ -29,9 +36,14 @@ def _draw(dist, shape, dtype, seed=0, offset=0, **kw):
     torch = _torch()
     R = _R()
     tdt = getattr(torch, dtype)
-    out = torch.empty(shape, dtype=tdt, device="cuda")
-    if out.numel():
-        out.view(-1).view(torch.uint8).fill_(0x7F)
+    if dtype in ("uint32", "uint64"):
+        # torch's shell dtypes have no fill kernel: all-ones bytes = the dtype's max, the
+        # sentinel tests._checks.poison uses for integers
+        out = torch.empty(shape, dtype=tdt, device="cuda")
+        if out.numel():
+            out.view(-1).view(torch.uint8).fill_(0xFF)
+    else:
+        out = poison(torch, tuple(shape), tdt)
     plan = R.RandomPlan.select(R.RandomDescriptor(tuple(shape), dist, dtype))
     plan.run(R.RandomArgs(out, seed, offset, **kw))
     torch.cuda.synchronize()
@@ -67,6 +79,16 @@ def _ks(sample, cdf):
     f = cdf(x)
     d = max(np.max(np.arange(1, n + 1) / n - f), np.max(f - np.arange(n) / n))
     return d, math.sqrt(-0.5 * math.log(1e-4 / 2)) / math.sqrt(n)
+
+
+_check = assert_within   # rel per element + the op's own error bound abs_err
+
+
+def row_depth(n):
+    """Most rounded adds on a path of a softmax row sum (the row engine, common/rows.py: <= 64
+    register elements or every 256-th element a thread, 5 shuffle levels, <= 32 warp and 8
+    cluster partials in order); never more than n.  Same model as tests/softmax."""
+    return max(1, min(n, max(64, -(-n // 256)) + 45))
 
 
 # ============================================================ bit-exact words / uniforms
@@ -105,9 +127,10 @@ def test_uniform_range():
     out, _ = _draw("uniform", (100000,), "float32", 7, 0, a=-3.0, b=5.0)
     u = _np(out)
     assert u.min() >= -3.0 and u.max() < 5.0
-    expect = (np.float32(-3.0) + ref.ref_unit(7, 0, 100000, "float32").astype(np.float32)
-              * np.float32(8.0))
-    assert np.max(np.abs(u - expect)) <= 1e-6
+    # low + u·(high − low): high − low = 8 and 8u are exact, and −3 + 8u is a multiple of 2^-21
+    # below 8 in magnitude — exact in f32: the float64 value rounded once (correctly)
+    expect = -3.0 + 8.0 * ref.ref_unit(7, 0, 100000, "float32")
+    assert_close(out, expect, *bounds("float32"), what="uniform [-3, 5)")
 
 
 def test_empty_draw():
@@ -193,8 +216,14 @@ def test_normal_stats_and_reference(dtype):
     d, crit = _ks(z[: 1 << 15], lambda x: 0.5 * (1 + erf((x - 1.5) / (2.0 * math.sqrt(2)))))
     assert d < crit + (2.0 ** -7 if dtype in ("float16", "bfloat16") else 0.0)
     expect = ref.ref_normal(13, 2, 4096, dtype, 1.5, 2.0)
-    tol = {"float32": 2e-5, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
-    assert np.max(np.abs(z[:4096] - expect) / np.maximum(1.0, np.abs(expect))) < tol
+    # Box–Muller in the compute dtype: r = sqrt(−2 log u1) (log <= 4 ulps relative, halved by
+    # the root, + the root's rounding), θ = 2π·u2 (|Δθ| <= 4πu), cos / sin (2u absolute), the
+    # products and the mean: <= 24u·(|mean| + std·r_max) absolute (r_max = sqrt(2·ln 2^k), the
+    # smallest u1 being 2^-k), then the rounding into the dtype relative to each value
+    k = 53 if dtype == "float64" else 24
+    s = 1.5 + 2.0 * math.sqrt(2 * k * math.log(2))
+    _check(out.reshape(-1)[:4096], expect, dtype, bounds(dtype)[0], 24 * eps(CT[dtype]) * s,
+           "normal vs the stream's Box–Muller")
 
 
 def test_gumbel_stats():
@@ -204,10 +233,13 @@ def test_gumbel_stats():
     assert abs(g.mean() - 0.5772156649) < 5 * math.sqrt(math.pi ** 2 / 6 / n)
     assert abs(g.var() - math.pi ** 2 / 6) < 0.02
     assert np.isfinite(g).all()
-    expect = ref.ref_gumbel(17, 0, 4096, "float32")
-    assert np.max(np.abs(g[:4096] - expect) / np.maximum(1.0, np.abs(expect))) < 1e-5
-    out, _ = _draw("gumbel", (4096,), "float64", 17, 0)
-    assert np.max(np.abs(_np(out) - ref.ref_gumbel(17, 0, 4096, "float64"))) < 1e-12
+    # −log(−log u): the inner log's relative error (a few u) becomes an absolute error of the
+    # outer log, the outer log and the negations round relative to the value: 4 roundings
+    # relative to |g| plus 8u absolute
+    for dt in ("float32", "float64"):
+        out, _ = _draw("gumbel", (4096,), dt, 17, 0)
+        _check(out, ref.ref_gumbel(17, 0, 4096, dt), dt,
+               bounds(dt, compute=dt, terms=4)[0], 8 * eps(dt), f"gumbel {dt}")
 
 
 @pytest.mark.parametrize("dtype", ["bool", "uint8", "float32", "bfloat16", "float64"])
@@ -281,8 +313,8 @@ def test_dropout_mask_fraction():
     R = _R()
     n = 1 << 20
     x = torch.ones(n, device="cuda")
-    y = torch.empty_like(x)
-    m = torch.empty(n, dtype=torch.bool, device="cuda")
+    y = poison(torch, (n,), torch.float32)
+    m = torch.ones(n, dtype=torch.bool, device="cuda")     # ~10 % must be cleared
     R.DropoutPlan.select(R.DropoutDescriptor((n,), "float32", 0.1)).run(
         R.DropoutArgs(x, y, 3, 0, m))
     frac = 1 - m.float().mean().item()
@@ -330,13 +362,44 @@ def test_namespace_dropout_strided(dtype):
 # ============================================================ gumbel-softmax
 def _softmax_or_skip():
     """The softmax family is part of the package: an import failure is a failure, not a skip."""
-    import baracuda_dsl.ops.softmax.softmax  # noqa: F401
+    importlib.import_module("baracuda_dsl.ops.softmax.softmax")
 
 
 def _gumbel_noise(shape_p, dtype, tau, seed, offset):
     """The plan's noise: RandomPlan gumbel with scale 1/τ over the axis-last layout."""
     out, _ = _draw("gumbel", shape_p, dtype, seed, offset, a=0.0, b=1.0 / tau)
     return out
+
+
+def _gs_bound(x, g, tau, dt, ax):
+    """The reference y_soft = softmax(x/τ + g) (float64, the plan's own noise g) along ``ax`` and,
+    per element, the bound ``r`` on |ŷ − y|/y of the plan's y_soft, plus ``sum_lim``, the bound on
+    |Σ ŷ − 1| per row.  GumbelSoftmaxPlan (ops/random/random.py) forms Z = x·(1/τ) + g in the
+    compute dtype and stores it in x's dtype, then runs SoftmaxPlan on Z:
+
+    * Z_i = z_i + Δ_i with |Δ_i| <= e_z·a_i, a_i = |x_i/τ| + |g_i|, e_z = eps(dt)/2 + 2u (the
+      store, 1/τ and the fma): softmax(Z)_i / softmax(z)_i = exp(Δ_i − Σ_j q_j·Δ_j), at most
+      expm1(e_z·(a_i + max_row a)) away from 1 — the conditioning of the softmax in its input;
+    * softmax(Z) itself (tests/softmax check_softmax): eps(dt)/2 + u·(2g_i + 2W + d + 8)
+      relative, g_i = |Z_i − max Z|, W = Σ_j p_j·g_j <= ln n, d = row_depth(n).
+    The rows of softmax(Z) sum to 1 exactly, so Δ does not enter the row sum:
+    |Σ ŷ − 1| <= eps(dt)/2 + u·(4W + d + 8) + n half subnormal spacings."""
+    torch = _torch()
+    xd = torch.movedim(x.double(), ax, -1)
+    gd = torch.movedim(g.double(), ax, -1)
+    n = xd.shape[-1]
+    u, e = eps(CT[dt]), eps(dt) / 2
+    z = xd / tau + gd
+    soft = torch.softmax(z, -1)
+    a = (xd / tau).abs() + gd.abs()
+    ez = e + 2 * u
+    pert = torch.expm1(ez * (a + a.amax(-1, keepdim=True)))
+    gap = (z - z.amax(-1, keepdim=True)).abs() + 2 * ez * a.amax(-1, keepdim=True)
+    w = (soft * gap).sum(-1, keepdim=True)
+    d = row_depth(n)
+    r = (1 + e + u * (2 * gap + 2 * w + d + 8)) * (1 + pert) - 1
+    sum_lim = e + u * (4 * w.squeeze(-1) + d + 8) + n * TINY[dt] * e
+    return torch.movedim(soft, -1, ax), torch.movedim(r, -1, ax), sum_lim
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -351,23 +414,21 @@ def test_gumbel_softmax(dtype, shape, axis, hard):
     tdt = getattr(torch, dtype)
     gen = torch.Generator(device="cuda").manual_seed(3)
     x = torch.randn(shape, generator=gen, device="cuda").to(tdt)
-    y = torch.full(shape, float("nan"), dtype=tdt, device="cuda")
-    ys = torch.full(shape, float("nan"), dtype=tdt, device="cuda")
+    y = poison(torch, shape, tdt)
+    ys = poison(torch, shape, tdt)
     plan = R.GumbelSoftmaxPlan.select(R.GumbelSoftmaxDescriptor(shape, dtype, axis, tau, hard))
     ws = torch.empty(max(plan.workspace_size(), 1), dtype=torch.uint8, device="cuda")
     plan.run(R.GumbelSoftmaxArgs(x, y, 5, 11, ys), workspace=ws)
     ax = axis % len(shape)
-    # reference: same noise (axis-last layout), softmax in float64
+    # reference: the same noise (axis-last layout), softmax in float64 (see _gs_bound)
     g = _gumbel_noise(tuple(n for d, n in enumerate(shape) if d != ax) + (shape[ax],), dtype,
                       tau, 5, 11)
-    g = torch.movedim(g, -1, ax).double()
-    z = x.double() / tau + g
-    soft = torch.softmax(z, dim=ax)
-    # z is rounded to x's dtype before the softmax (|z| up to ~10 here)
-    tol = {"float32": 1e-5, "float64": 1e-12, "float16": 2e-2, "bfloat16": 1e-1}[dtype]
-    assert torch.allclose(ys.double(), soft, atol=tol, rtol=tol)
-    assert torch.allclose(ys.double().sum(dim=ax), torch.ones(()).double().cuda(),
-                          atol=tol * shape[ax] + tol)
+    g = torch.movedim(g, -1, ax)
+    soft, r, sum_lim = _gs_bound(x, g, tau, dtype, ax)
+    rel = bounds(dtype)[0]
+    _check(ys, soft, dtype, rel, (r - rel).clamp_min(0) * soft, "y_soft")
+    dev = (ys.double().sum(dim=ax) - 1).abs()
+    assert (dev <= sum_lim.reshape(dev.shape)).all(), ("row sums", dev.max().item())
     if hard:
         assert set(torch.unique(y.double()).tolist()) <= {0.0, 1.0}
         assert torch.equal(y.double().sum(dim=ax), torch.ones_like(y.double().sum(dim=ax)))
@@ -378,11 +439,17 @@ def test_gumbel_softmax(dtype, shape, axis, hard):
         picked = torch.gather(ys.double(), ax, am.unsqueeze(ax)).squeeze(ax)
         assert torch.equal(picked, top)
     else:
-        assert torch.allclose(y.double(), soft, atol=tol, rtol=tol)
+        _check(y, soft, dtype, rel, (r - rel).clamp_min(0) * soft, "y")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
 def test_gumbel_softmax_backward(dtype):
+    """dx = (1/τ)·ŝ·(dy − Σ dy·ŝ) from the plan's y_soft ŝ: SoftmaxBackwardPlan, then a 1/τ scale
+    pass, each rounded into the dtype (2 half-ulps).  Against the formula on ŝ itself (the
+    backward plans alone): (d + 2)·u relative to m_i = ŝ_i·(|dy_i| + Σ|dy_j|·ŝ_j)/τ (the
+    cancellation in dy_i − Σ).  Against float64 autograd on the exact soft sample s: ŝ_i is
+    r_i·s_i off (_gs_bound), which moves dx_i by <= (r_i·s_i·(|dy_i| + A) + s_i·(1 + r_i)·B)/τ,
+    A = Σ|dy_j|·s_j, B = Σ|dy_j|·r_j·s_j."""
     _softmax_or_skip()
     torch = _torch()
     R = _R()
@@ -390,13 +457,13 @@ def test_gumbel_softmax_backward(dtype):
     tdt = getattr(torch, dtype)
     gen = torch.Generator(device="cuda").manual_seed(4)
     x = torch.randn(shape, generator=gen, device="cuda").to(tdt)
-    ys = torch.empty(shape, dtype=tdt, device="cuda")
-    y = torch.empty(shape, dtype=tdt, device="cuda")
+    ys = poison(torch, shape, tdt)
+    y = poison(torch, shape, tdt)
     plan = R.GumbelSoftmaxPlan.select(R.GumbelSoftmaxDescriptor(shape, dtype, -1, tau, True))
     ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
     plan.run(R.GumbelSoftmaxArgs(x, y, 9, 0, ys), workspace=ws)
     dy = torch.randn(shape, generator=gen, device="cuda").to(tdt)
-    dx = torch.full(shape, float("nan"), dtype=tdt, device="cuda")
+    dx = poison(torch, shape, tdt)
     bw = R.GumbelSoftmaxBackwardPlan.select(R.GumbelSoftmaxBackwardDescriptor(shape, dtype, -1,
                                                                               tau))
     bws = torch.empty(max(bw.workspace_size(), 1), dtype=torch.uint8, device="cuda")
@@ -407,16 +474,24 @@ def test_gumbel_softmax_backward(dtype):
     # straight-through hard: y_hard − soft.detach() + soft has the soft gradient
     hard = torch.zeros_like(soft).scatter_(-1, soft.argmax(-1, keepdim=True), 1.0)
     out = hard - soft.detach() + soft
-    (out * dy.double()).sum().backward()
-    tol = {"float32": 1e-5, "float64": 1e-11, "bfloat16": 8e-2}[dtype]
-    err = (dx.double() - xd.grad).norm() / xd.grad.norm()
-    assert err < tol
-    # and exactly the formula on the plan's own y_soft (tests the backward plan alone)
-    s = ys.double()
     d = dy.double()
-    want = (s * (d - (d * s).sum(-1, keepdim=True))) / tau
-    err = (dx.double() - want).norm() / want.norm()
-    assert err < {"float32": 1e-5, "float64": 1e-12, "bfloat16": 1.5e-2}[dtype]
+    (out * d).sum().backward()
+    u = eps(CT[dtype])
+    rel = bounds(dtype, compute=CT[dtype], terms=1, ulps=2)[0]
+    dep = row_depth(shape[-1]) + 2
+    # the backward plans alone, on the plan's own ŝ
+    sh = ys.double()
+    want = (sh * (d - (d * sh).sum(-1, keepdim=True))) / tau
+    m_hat = sh * (d.abs() + (d.abs() * sh).sum(-1, keepdim=True)) / tau
+    _check(dx, want, dtype, rel, dep * u * m_hat, "backward on y_soft")
+    # the whole chain vs float64 autograd
+    s = soft.detach()
+    _, r, _ = _gs_bound(x, g, tau, dtype, 1)
+    a = (d.abs() * s).sum(-1, keepdim=True)
+    b = (d.abs() * r * s).sum(-1, keepdim=True)
+    chain = (r * s * (d.abs() + a) + s * (1 + r) * b) / tau
+    _check(dx, xd.grad, dtype, rel, chain + dep * u * (1 + r) * s * (d.abs() + a) / tau,
+           "backward vs autograd")
 
 
 def test_namespace_gumbel_softmax():
@@ -430,6 +505,9 @@ def test_namespace_gumbel_softmax():
     g = xr.Generator(1)
     y = torch.from_dlpack(gumbel_softmax(x, tau=0.3, generator=g))
     assert g.offset == (9 * 17 + 3) // 4
-    assert torch.allclose(y.sum(-1), torch.ones(9, device="cuda"), atol=1e-5)
+    # rows of a softmax sum to 1 within eps/2 + u·(4W + d + 8), W <= ln 17 (_gs_bound)
+    u = eps("float32")
+    lim = bounds("float32")[0] + u * (4 * math.log(17) + row_depth(17) + 8)
+    assert ((y.double().sum(-1) - 1).abs() <= lim).all(), y.double().sum(-1)
     yh = torch.from_dlpack(gumbel_softmax(x, hard=True, axis=0, generator=g))
     assert torch.equal(yh.sum(0), torch.ones(17, device="cuda"))

@@ -1,16 +1,26 @@
 """ScanPlan / ScanBackwardPlan / CompactPlan on the GPU against float64 numpy / torch references:
 every op × dtype, axes, exclusive / reverse, long rows split over CTAs, empty shapes, strided
 (transposed, sliced, negative-stride) inputs and outputs, NaN, exact integer results with
-wrap-around, bit-identical reruns, gradients vs torch.autograd, nonzero vs torch.nonzero."""
+wrap-around, bit-identical reruns, gradients vs torch.autograd, nonzero vs torch.nonzero.
+
+Float results are checked element by element (tests/_checks.py): the rounding into the output
+dtype relative to each result, the kernel's own rounding relative to the magnitude of the terms a
+result combines (``_check``), with the number of rounded combines bounded by the depth of the
+kernel's combination tree (``_depth``).  cummax / cummin values are selections: exact."""
+
+import math
 
 import numpy as np
 import pytest
+
+from tests._checks import assert_within, assert_close, assert_equal, bounds, eps, poison
 
 pytestmark = pytest.mark.gpu
 
 FLOATS = ["float32", "float16", "bfloat16", "float64"]
 INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"]
-TOL = {"float32": 2e-5, "float16": 4e-3, "bfloat16": 2e-2, "float64": 1e-12}
+#: compute dtype of each float dtype (ScanPlan: halves and f32 in f32, f64 in f64)
+CT = {"float32": "float32", "float16": "float32", "bfloat16": "float32", "float64": "float64"}
 CASES = [((7,), 0), ((1,), 0), ((33, 5), 0), ((33, 5), 1), ((4, 1000), 1), ((3, 4097), -1),
          ((2, 3, 65), 1), ((5, 2, 3), 2), ((2, 1, 3, 1, 2, 1, 2, 40), 7), ((1000, 7), 1),
          ((6, 300), 0)]
@@ -58,10 +68,14 @@ def _from_np(torch, a, dtype):
 
 
 def _poison(torch, shape, dtype):
-    t = torch.empty(shape, dtype=dtype, device="cuda")
-    if t.numel():
-        t.view(-1).view(torch.uint8).fill_(0xFF)
-    return t
+    """tests._checks.poison (NaN / the int dtype's max / True); uint16/32/64 (torch's shell
+    dtypes, no fill kernel) get the same max through an all-ones byte fill."""
+    if dtype in (torch.uint16, torch.uint32, torch.uint64):
+        t = torch.empty(shape, dtype=dtype, device="cuda")
+        if t.numel():
+            t.view(-1).view(torch.uint8).fill_(0xFF)
+        return t
+    return poison(torch, shape, dtype)
 
 
 def _out_dtype(torch, op, dtype):
@@ -144,15 +158,79 @@ def reference(a, op, axis, exclusive=False, reverse=False, acc=np.float64):
     return r, idx
 
 
-def _rel(out, ref):
-    out = np.asarray(out, np.float64)
-    ref = np.asarray(ref, np.float64)
-    assert np.array_equal(np.isnan(out), np.isnan(ref)), "NaN positions differ"
-    fin = np.isfinite(ref)
-    assert np.array_equal(out[~fin & ~np.isnan(ref)], ref[~fin & ~np.isnan(ref)])
-    d = np.linalg.norm((out - ref)[fin])
-    n = np.linalg.norm(ref[fin])
-    return d / n if n else d
+# ------------------------------------------------------------------------------- bounds
+_check = assert_within   # rel per element + the op's own error bound abs_err
+
+
+def _depth(shape, axis, axis_stride):
+    """Most rounded combines on any path from an input element to an output of the scan kernel
+    (ops/scan/kernels/scan.py) for rows of ``shape`` along ``axis``: the error of a combination
+    tree of depth d is at most d·u·Σ|terms| (sums; d·u relative for products), whatever the order.
+
+    * col path (rows of <= 32, or a non-unit axis stride with >= 32 rows): one thread walks the
+      row: d <= L;
+    * row paths: per tile E - 1 sequential + 5 shuffle levels + 8 warp totals + 2 carry combines,
+      one running carry per tile of a chunk; a split row adds the carry-in (<= ceil(nchunk/256)
+      folds + a 13-level CTA scan) over chunk totals of the same depth (``_nchunk_row``: the plan's
+      split, E = 2 .. 16 elements a thread: the worst of them).
+    No path has more than L rounded combines (each adds at least one element)."""
+    from baracuda_dsl.ops.scan.scan import _nchunk_row
+    from baracuda_dsl.ops.scan.specs.scan import THREADS
+
+    L = shape[axis] if shape else 1
+    F = int(np.prod([n for i, n in enumerate(shape) if i != axis % max(len(shape), 1)]))
+    if L <= 32 or (abs(axis_stride) != 1 and F >= 32):
+        return max(L, 1)
+    worst = 0
+    for e in (2, 4, 8, 16):
+        tile = THREADS * e
+        nchunk, chunk = _nchunk_row(F, L, tile)
+        ntiles = -(-chunk // tile)
+        d = ntiles + e + 15
+        if nchunk > 1:
+            d += -(-nchunk // THREADS) + 13 + ntiles + e + 13
+        worst = max(worst, d)
+    return min(L, worst)
+
+
+def _tdepth(x, axis):
+    """:func:`_depth` of the torch tensor ``x``'s rows along ``axis``."""
+    ax = axis % max(x.dim(), 1)
+    return _depth(tuple(x.shape), ax, x.stride(ax) if x.dim() else 1)
+
+
+def _lse_scale(xa, L):
+    """Magnitude bound of every partial logcumsumexp of a row of ``xa``'s values (``lse`` of a
+    subset S lies in [max_S x, max_S x + log L]): 1 + max|x| + log L (finite values)."""
+    fin = np.abs(xa[np.isfinite(xa)])
+    return 1.0 + (float(fin.max()) if fin.size else 0.0) + math.log(max(L, 1))
+
+
+def check_forward(out, idx, xa, op, axis, exclusive, reverse, dtype, depth, what=""):
+    """Check a forward scan of the float64 copy ``xa`` of the (exactly representable) input.
+
+    * cumsum: output rounding + depth·eps(compute)·(the same scan of |x|);
+    * cumprod: relative: output rounding + depth·eps(compute) (every product rounding is a
+      relative (1 + δ) factor);
+    * logcumsumexp: each combine hi + log1p(exp(lo - hi)) errs by <= u·(|node| + 3) absolute;
+      4·depth·eps(compute)·:func:`_lse_scale` bounds the sum over a path;
+    * cummax / cummin: selected values and their indices, exact."""
+    ref, ridx = reference(xa, op, axis, exclusive, reverse)
+    if op in ("cummax", "cummin"):
+        assert_equal(out, ref, what=str(what))
+        assert np.array_equal(_to_np(idx), ridx), what
+        return
+    rel = bounds(dtype)[0]
+    e = eps(CT[dtype])
+    if op == "cumsum":
+        with np.errstate(invalid="ignore"):
+            mag, _ = reference(np.abs(xa), "cumsum", axis, exclusive, reverse)
+        _check(out, ref, dtype, rel, depth * e * mag, what)
+    elif op == "cumprod":
+        _check(out, ref, dtype, bounds(dtype, compute=CT[dtype], terms=depth)[0], 0.0, what)
+    else:
+        L = xa.shape[axis % xa.ndim] if xa.ndim else 1
+        _check(out, ref, dtype, rel, 4 * depth * e * _lse_scale(xa, L), what)
 
 
 def _float_input(rng, shape, op, dtype):
@@ -171,20 +249,18 @@ def _float_input(rng, shape, op, dtype):
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"])
 def test_forward_floats(op, dtype):
-    torch = _torch()
+    _torch()
     rng = np.random.default_rng(1)
     flags = [(False, False), (False, True)]
     if op in ("cumsum", "cumprod", "logcumsumexp"):
         flags += [(True, False), (True, True)]
     for shape, axis in CASES:
         x, xa = _float_input(rng, shape, op, dtype)
+        d = _tdepth(x, axis)
         for exclusive, reverse in flags:
             out, idx = run_scan(x, op, axis, exclusive, reverse)
-            ref, ridx = reference(xa, op, axis, exclusive, reverse)
-            err = _rel(_to_np(out), ref)
-            assert err <= TOL[dtype], (shape, axis, exclusive, reverse, err)
-            if ridx is not None:
-                assert np.array_equal(_to_np(idx), ridx), (shape, axis, reverse)
+            check_forward(out, idx, xa, op, axis, exclusive, reverse, dtype, d,
+                          (shape, axis, exclusive, reverse))
 
 
 # ------------------------------------------------------------------------------ forward ints
@@ -238,16 +314,21 @@ def test_int_overflow_wraps_like_numpy():
 # ------------------------------------------------------------------------------- long rows
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32", "float64"])
 def test_long_rows_across_ctas(dtype):
+    """Rows split over many CTAs (chunk totals + carry-in).  cumsum of small integers: every
+    partial sum is an integer below 2^24, exact in the f32 / f64 accumulator whatever the
+    association order, so a float result is the exact prefix sum rounded once into the output
+    dtype (half an ulp) — a dropped, repeated or mis-carried element is caught exactly."""
     torch = _torch()
     rng = np.random.default_rng(3)
     n = 3 * 2**20 + 7
     for shape, axis in [((n,), 0), ((2, n // 2), 1), ((3 * 2**16 + 1, 5), 0)]:
+        a = rng.integers(-4, 5, shape)      # |every partial sum| <= 4·n < 2^24
         if dtype == "int32":
-            a = rng.integers(-1000, 1000, shape).astype(np.int32)
-            x = torch.from_numpy(a).cuda()
-            xa = a
+            xa = a.astype(np.int32)
+            x = torch.from_numpy(xa).cuda()
         else:
-            x, xa = _float_input(rng, shape, "cumsum", dtype)
+            x = _from_np(torch, a.astype(np.float64), dtype)
+            xa = _to_np(x)
         for exclusive, reverse in [(False, False), (True, False), (False, True), (True, True)]:
             out, _ = run_scan(x, "cumsum", axis, exclusive, reverse)
             if dtype == "int32":
@@ -255,16 +336,14 @@ def test_long_rows_across_ctas(dtype):
                 assert np.array_equal(_to_np(out), ref)
             else:
                 ref, _ = reference(xa, "cumsum", axis, exclusive, reverse)
-                # a long running sum: the error is relative to the running magnitude
-                tol = {"float32": 1e-5, "bfloat16": 2e-2, "float64": 1e-12}[dtype]
-                assert _rel(_to_np(out), ref) <= tol
+                rtol, atol = bounds(dtype)          # one rounding of the exact sum
+                assert_close(out, ref, rtol, atol, what=str((shape, axis, exclusive, reverse)))
         if dtype != "int32":
+            xn, xna = _float_input(rng, shape, "logcumsumexp", dtype)
+            d = _tdepth(xn, axis)
             for op in ("cummax", "logcumsumexp"):
-                out, idx = run_scan(x, op, axis)
-                ref, ridx = reference(xa, op, axis)
-                assert _rel(_to_np(out), ref) <= TOL[dtype] * 10
-                if ridx is not None:
-                    assert np.array_equal(_to_np(idx), ridx)
+                out, idx = run_scan(xn, op, axis)
+                check_forward(out, idx, xna, op, axis, False, False, dtype, d, (shape, op))
 
 
 def test_deterministic_bit_identical():
@@ -291,18 +370,17 @@ def test_strided_inputs_and_outputs():
     for name, x in views.items():
         xa = x.cpu().numpy()
         for axis in (0, 1):
+            d = _tdepth(x, axis)
             for op in ("cumsum", "cummax", "logcumsumexp"):
                 for reverse in (False, True):
                     out, idx = run_scan(x, op, axis, reverse=reverse)
-                    ref, ridx = reference(xa, op, axis, reverse=reverse)
-                    assert _rel(out.cpu().numpy(), ref) <= 1e-12, (name, axis, op)
-                    if ridx is not None:
-                        assert np.array_equal(idx.cpu().numpy(), ridx), (name, axis)
+                    check_forward(out, idx, xa, op, axis, False, reverse, "float64", d,
+                                  (name, axis, op, reverse))
             # strided (transposed) output views
-            ref, _ = reference(xa, "cumsum", axis, exclusive=True)
-            out = _poison(torch, ref.shape[::-1], torch.float64).t()
+            oshape = reference(xa, "cumsum", axis, exclusive=True)[0].shape
+            out = _poison(torch, tuple(oshape)[::-1], torch.float64).t()
             run_scan(x, "cumsum", axis, exclusive=True, out=out)
-            assert _rel(out.cpu().numpy(), ref) <= 1e-12, (name, axis)
+            check_forward(out, None, xa, "cumsum", axis, True, False, "float64", d, (name, axis))
 
 
 def test_empty_and_tiny():
@@ -330,14 +408,10 @@ def test_nan_and_inf():
         for op in ("cummax", "cummin", "cumsum", "logcumsumexp"):
             for reverse in (False, True):
                 out, idx = run_scan(x, op, 1, reverse=reverse)
+                # NaN where the reference is NaN, the same infinities, finite values in bounds
                 with np.errstate(invalid="ignore", over="ignore"):
-                    ref, ridx = reference(a, op, 1, reverse=reverse)
-                got = _to_np(out)
-                assert np.array_equal(np.isnan(got), np.isnan(ref)), (dtype, op, reverse)
-                m = ~np.isnan(ref)
-                np.testing.assert_allclose(got[m], ref[m], rtol=TOL[dtype] * 10)
-                if ridx is not None:
-                    assert np.array_equal(_to_np(idx), ridx), (dtype, op, reverse)
+                    check_forward(out, idx, a, op, 1, False, reverse, dtype, a.shape[1],
+                                  (dtype, op, reverse))
 
 
 # ------------------------------------------------------------------------------- backward
@@ -363,6 +437,35 @@ def _torch_fw(torch, x, op, axis, exclusive, reverse):
     return y
 
 
+def _bw_error(torch, xa, dy64, y64, op, ax, exclusive, reverse, dtype, d):
+    """Bound on the kernel's rounding error of each dx beyond the output rounding, relative to
+    ``mag`` = the same gradient of |dy| (and of |x| for cumprod): Σ of |the terms| each dx_i
+    combines (exact: every term has a fixed sign in |x|, |dy|).  ``d``: :func:`_depth` (the
+    backward scans the same rows in the opposite direction).
+
+    * cumsum / cummax / cummin: a (segmented) reverse sum of dy: d·u;
+    * cumprod: dx_i = y_{i-1}·(dy_i + U_{i+1}) (reverse affine recurrence, ops/scan/scan.py)
+      reads the forward y rounded to ``dtype`` (eps/2 relative, d·u from the forward's products)
+      and combines (x, x·dy) maps with 3 roundings per combine, 3 more for the element and emit:
+      eps(dtype)/2 + (4d + 3)·u;
+    * logcumsumexp: dx_i = Σ_j dy_j·exp(x_i − y_j) from y rounded to ``dtype``: an error Δy_j
+      is a relative error Δy_j of its term — <= C·eps(dtype)/2 with C >= max|y| — plus per combine
+      the rounding of a − m (<= 2C·u relative) and of exp, the product and the sum; the forward's
+      own error (4d·u·S, :func:`check_forward`) adds to Δy: C·(eps(dtype)/2 + (6d + 3)·u) with
+      C = max(max|y|, S) + 4."""
+    xs = torch.from_numpy(np.abs(xa) if op == "cumprod" else xa.copy()).requires_grad_(True)
+    (_torch_fw(torch, xs, op, ax, exclusive, reverse) * dy64.abs()).sum().backward()
+    mag = xs.grad.numpy()
+    e = eps(CT[dtype])
+    if op in ("cumsum", "cummax", "cummin"):
+        return d * e * mag
+    if op == "cumprod":
+        return (eps(dtype) / 2 + (4 * d + 3) * e) * mag
+    yv = y64.detach().numpy()
+    c = max(float(np.abs(yv[np.isfinite(yv)]).max()), _lse_scale(xa, xa.shape[ax])) + 4
+    return c * (eps(dtype) / 2 + (6 * d + 3) * e) * mag
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"])
 def test_backward_vs_autograd(op, dtype):
@@ -383,6 +486,7 @@ def test_backward_vs_autograd(op, dtype):
             flat[1:: 389] = 0
             xa = _to_np(x)
         ax = axis % len(shape)
+        d = _tdepth(x, axis)
         for exclusive, reverse in flags:
             x64 = torch.from_numpy(xa).requires_grad_(True)
             y64 = _torch_fw(torch, x64, op, ax, exclusive, reverse)
@@ -397,9 +501,9 @@ def test_backward_vs_autograd(op, dtype):
             dx = _poison(torch, shape, _tdt(torch, dtype))
             plan.run(ScanBackwardArgs(dy, dx, x=x, y=y, indices=idx), workspace=_ws(torch, plan))
             torch.cuda.synchronize()
-            tol = TOL[dtype] * (20 if op in ("cumprod", "logcumsumexp") else 4)
-            err = _rel(_to_np(dx), ref)
-            assert err <= tol, (shape, axis, exclusive, reverse, err)
+            _check(dx, ref, dtype, bounds(dtype)[0],
+                   _bw_error(torch, xa, dy64, y64, op, ax, exclusive, reverse, dtype, d),
+                   (op, shape, axis, exclusive, reverse))
 
 
 def test_backward_deterministic():
@@ -414,12 +518,16 @@ def test_backward_deterministic():
     plan = ScanBackwardPlan.select(ScanBackwardDescriptor(tuple(x.shape), 0, "cummax", "float32"))
     outs = []
     for _ in range(2):
-        dx = torch.empty_like(x)
+        dx = _poison(torch, tuple(x.shape), x.dtype)
         plan.run(ScanBackwardArgs(dy, dx, indices=idx), workspace=_ws(torch, plan))
         outs.append(dx)
     assert torch.equal(outs[0].view(torch.int32), outs[1].view(torch.int32))
-    ref = torch.zeros(x.shape, dtype=torch.float64).index_add_(0, idx.cpu(), dy.double().cpu())
-    assert _rel(outs[0].cpu().numpy(), ref.numpy()) <= 1e-5
+    ii, dyc = idx.cpu(), dy.double().cpu()
+    ref = torch.zeros(x.shape, dtype=torch.float64).index_add_(0, ii, dyc)
+    mag = torch.zeros(x.shape, dtype=torch.float64).index_add_(0, ii, dyc.abs())
+    # a segmented reverse sum of dy: depth·u relative to Σ|dy| of each segment
+    _check(outs[0], ref, "float32", bounds("float32")[0],
+           _tdepth(x, 0) * eps("float32") * mag.numpy(), "cummax backward")
 
 
 # ------------------------------------------------------------------------------- compaction
@@ -434,7 +542,7 @@ def _compact(mask, mode):
     plan.run_count(CompactArgs(mask, cnt), workspace=ws)
     n = int(cnt.item())
     shape = (n,) if mode == "flat" else (mask.dim(), n)
-    out = torch.full(shape, -1, dtype=torch.int64, device="cuda")
+    out = _poison(torch, shape, torch.int64)
     plan.run_scatter(CompactArgs(mask, cnt, out), workspace=ws)
     torch.cuda.synchronize()
     return n, out

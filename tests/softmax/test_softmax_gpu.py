@@ -1,13 +1,22 @@
 """softmax / log_softmax / sparsemax FW + BW on the GPU against float64 torch references
 (autograd for BW); every register bucket, cluster and loop SKU; strided and misaligned views;
-−inf / huge rows; the array_api functions."""
+−inf / huge rows; the array_api functions.
+
+Every element is checked (tests/_checks.py) against NaN-poisoned outputs; the bounds (see
+:func:`check_softmax`, :func:`check_sparsemax`, :func:`check_backward`) are the output dtype's
+rounding relative to each result plus the f32 / f64 math's rounding, with the number of rounded
+adds in a row sum bounded by :func:`row_depth`; softmax rows must sum to 1 within the same
+analysis (not n times a tolerance)."""
 
 import pytest
+
+from tests._checks import assert_within, TINY, assert_close, bounds, eps, poison
 
 pytestmark = pytest.mark.gpu
 
 DTYPES = ["float32", "float16", "bfloat16", "float64"]
-TOL = {"float32": 2e-5, "float16": 2e-3, "bfloat16": 1.5e-2, "float64": 1e-12}
+#: math / accumulation dtype (softmax.compute_dtype)
+CT = {"float32": "float32", "float16": "float32", "bfloat16": "float32", "float64": "float64"}
 # row lengths spanning every bucket (512 .. 32768), the clusters (2/4/8 CTAs on sm90a: 40000,
 # 70000, 262144 for two-byte / f32), the vectorised loop (300000) and the generic loop (odd N)
 SHAPES = [(1, 1), (7, 33), (5, 7), (3, 1000), (4, 4097), (2, 3, 512), (3, 2048), (2, 8192),
@@ -19,15 +28,6 @@ def _torch():
     return pytest.importorskip("torch")
 
 
-def relerr(out, ref):
-    torch = _torch()
-    out = out.double()
-    ref = ref.double()
-    assert not torch.isnan(out).any(), "NaN in output (unwritten poisoned element?)"
-    den = ref.norm().item()
-    return (out - ref).norm().item() / (den if den > 0 else 1.0)
-
-
 def _rand(shape, dt, seed=0, scale=3.0):
     torch = _torch()
     g = torch.Generator(device="cuda").manual_seed(seed)
@@ -36,10 +36,81 @@ def _rand(shape, dt, seed=0, scale=3.0):
 
 
 def _poison(torch, shape, dt):
-    out = torch.empty(shape, device="cuda", dtype=getattr(torch, dt))
-    if out.numel():
-        out.view(-1).view(torch.uint8).fill_(0x7F)
-    return out
+    return poison(torch, tuple(shape), getattr(torch, dt))
+
+
+def row_depth(n):
+    """Most rounded adds on a path of a row reduction of the row engine (common/rows.py,
+    blocks/reduction_base.py): a thread folds its register vectors (<= 64 elements) or, in loop
+    mode, every tpr-th element (tpr >= 256: <= ceil(n/256)), then 5 shuffle levels, up to 32 warp
+    partials in order and up to 8 cluster partials in rank order.  Never more than n.  A sum of
+    depth d errs by <= d·u·Σ|terms|."""
+    return max(1, min(n, max(64, -(-n // 256)) + 45))
+
+
+_check = assert_within   # rel per element + the op's own error bound abs_err
+
+
+def _finite0(t):
+    torch = _torch()
+    return torch.where(torch.isfinite(t), t, torch.zeros_like(t))
+
+
+def check_softmax(y, x, log, dt, what=""):
+    """``y`` = (log_)softmax(x) along the last axis, vs float64 torch.  Per element, with
+    g_i = |x_i − m| (m the row max), W = Σ_j p_j·g_j, d = :func:`row_depth` and u the compute
+    epsilon: exp(x_i − m) errs by u·(2g_i + 3) relative (the rounded argument and its log2 e
+    scaling, the exp), the row sum by (d + 2W + 3)·u relative (positive terms), the
+    normalisation by 2u; softmax: p_i·u·(2g_i + 2W + d + 8) beyond the output rounding;
+    log_softmax (x_i − m − log S, absolute): u·(g_i + |y_i| + 2W + d + 6).  Softmax rows must
+    sum to 1 within eps(dt)/2 + u·(4W + d + 8) (+ n half subnormal spacings)."""
+    torch = _torch()
+    xd = x.double()
+    n = xd.shape[-1]
+    u = eps(CT[dt])
+    d = row_depth(n)
+    p = torch.softmax(xd, -1)
+    g = _finite0((xd - xd.amax(-1, keepdim=True)).abs())
+    w = torch.nan_to_num(p * g, nan=0.0).sum(-1, keepdim=True)
+    if log:
+        ref = torch.log_softmax(xd, -1)
+        err = u * (g + _finite0(ref).abs() + 2 * w + d + 6)
+    else:
+        ref = p
+        err = u * (2 * g + 2 * w + d + 8) * _finite0(p)
+    _check(y, ref, dt, bounds(dt)[0], err, what)
+    if not log:
+        rows = torch.isfinite(p).all(-1)
+        if rows.any():
+            dev = (y.double().sum(-1) - 1).abs()[rows]
+            lim = (bounds(dt)[0] + u * (4 * w.squeeze(-1) + d + 8)
+                   + n * TINY[dt] * eps(dt) / 2)[rows]
+            assert (dev <= lim).all(), (what, "row sums", dev.max().item(), lim.min().item())
+
+
+def check_sparsemax(y, x, dt, what=""):
+    """``y`` = sparsemax(x) vs the float64 sort-based reference: y = max(x − τ, 0) with
+    τ = (Σ_S x − 1)/k over the support S (k elements).  τ errs by u·(d_S·Σ_S|x|/k + |τ| + 2)
+    (the support sum, d_S = min(k, :func:`row_depth`); the −1 and the division), x_i − τ by one
+    more rounding: abs u·(d_S·Σ_S|x|/k + |τ| + 4) per row and one relative rounding.  An
+    element at the threshold may fall either side (|y| below that bound).  Rows sum to 1 within
+    eps(dt)/2 + k·(that bound) (+ n half subnormal spacings); the supports agree on > 99.9 %."""
+    torch = _torch()
+    xd = x.double()
+    n = xd.shape[-1]
+    u = eps(CT[dt])
+    ref = _sparsemax_ref(xd)
+    sup = ref > 0
+    k = sup.sum(-1, keepdim=True).clamp_min(1).double()
+    xs = torch.where(sup, xd, torch.zeros_like(xd))
+    tau = (xs.sum(-1, keepdim=True) - 1) / k
+    mag = xs.abs().sum(-1, keepdim=True) / k
+    err = u * (torch.clamp(k, max=row_depth(n)) * mag + tau.abs() + 4)
+    _check(y, ref, dt, bounds(dt, compute=CT[dt], terms=1)[0], err.expand_as(ref), what)
+    assert ((y.double() > 0) == sup).double().mean().item() > 0.999, what
+    dev = (y.double().sum(-1) - 1).abs()
+    lim = bounds(dt)[0] + (k * err).squeeze(-1) + n * TINY[dt] * eps(dt) / 2
+    assert (dev <= lim).all(), (what, "row sums", dev.max().item())
 
 
 def _sparsemax_ref(x, dim=-1):
@@ -58,28 +129,6 @@ def _sparsemax_ref(x, dim=-1):
     return torch.clamp(x - tau, min=0)
 
 
-#: outputs below the smallest normal are subnormals spaced 2^-24 (f16) / 2^-133 (bf16) apart,
-#: so their relative error is not bounded by the dtype's epsilon; f32 / f64 math may flush
-#: subnormals (ftz): allow the smallest normal there
-SUBNORMAL_STEP = {"float16": 2.0 ** -24, "bfloat16": 2.0 ** -133, "float32": 2.0 ** -126,
-                  "float64": 2.0 ** -1022}
-
-
-def close_rows(out, ref, dt, rtol):
-    """Element-wise |out − ref| <= rtol·|ref| + 4 subnormal steps of ``dt`` (float64 compare)."""
-    torch = _torch()
-    out = out.double()
-    ref = ref.double()
-    assert not torch.isnan(out).any(), "NaN in output (unwritten poisoned element?)"
-    bad = (out - ref).abs() > rtol * ref.abs() + 4 * SUBNORMAL_STEP[dt]
-    return int(bad.sum().item())
-
-
-def _tol(dt, n):
-    # f32 sums over long rows accumulate ~sqrt(n) rounding steps
-    return TOL[dt] * (4 if dt == "float32" and n > 50000 else 1)
-
-
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("log", [False, True])
@@ -93,11 +142,7 @@ def test_softmax_forward(dt, shape, log):
     plan.run(SoftmaxArgs(x, y))
     if not x.numel():
         return
-    f = torch.log_softmax if log else torch.softmax
-    ref = f(x.double(), -1)
-    assert relerr(y, ref) < _tol(dt, shape[-1]), plan.sku()
-    if not log:
-        assert (y.double().sum(-1) - 1).abs().max().item() < max(10 * TOL[dt], 1e-10)
+    check_softmax(y, x, log, dt, plan.sku())
 
 
 @pytest.mark.parametrize("dt", DTYPES)
@@ -113,10 +158,37 @@ def test_sparsemax_forward(dt, shape):
     plan.run(SparsemaxArgs(x, y))
     if not x.numel():
         return
-    ref = _sparsemax_ref(x.double())
-    assert relerr(y, ref) < 2 * TOL[dt], plan.sku()
-    assert ((y.double() > 0) == (ref > 0)).float().mean().item() > 0.999
-    assert (y.double().sum(-1) - 1).abs().max().item() < max(50 * TOL[dt], 1e-10)
+    check_sparsemax(y, x, dt, plan.sku())
+
+
+def check_backward(dx, y, dy, ref, op, dt, what=""):
+    """dx of ``op`` from y rounded to ``dt`` (the kernel's input; ``y`` here: exact float64) and
+    the rounded dy, vs float64 autograd on the exact y.  With d = :func:`row_depth`, u the
+    compute epsilon and e = eps(dt)/2 (y's rounding, relative):
+
+    * softmax: dx_i = y_i·(dy_i − D), D = Σ_j dy_j·y_j: relative to y_i·(|dy_i| + Σ|dy_j|·y_j)
+      (cancellation in dy_i − D): (e + (d + 2)·u);
+    * log_softmax: dx_i = dy_i − exp(y_i)·Σ dy: the difference rounds (2u·|dy_i|); the second
+      term, relative to exp(y_i)·Σ|dy|, carries y's rounding through exp (e·|y_i|, plus e) and
+      exp's rounded argument (u·(2|y_i| + 3)), the sum (d·u) and the product;
+    * sparsemax: dx_i = [i ∈ S]·(dy_i − Σ_S dy/|S|): (d + 2)·u relative to |dy_i| + Σ_S|dy|/|S|,
+      exact zeros off the support."""
+    torch = _torch()
+    u = eps(CT[dt])
+    e = eps(dt) / 2
+    d = row_depth(y.shape[-1])
+    if op == "softmax":
+        mag = y * (dy.abs() + (dy.abs() * y).sum(-1, keepdim=True))
+        err = (e + (d + 2) * u) * mag
+    elif op == "log_softmax":
+        ey = torch.exp(y)
+        err = (2 * u * dy.abs() + ey * dy.abs().sum(-1, keepdim=True)
+               * (e * (y.abs() + 1) + u * (d + 2 * y.abs() + 6)))
+    else:
+        sup = (y > 0).double()
+        k = sup.sum(-1, keepdim=True).clamp_min(1)
+        err = sup * (d + 2) * u * (dy.abs() + (sup * dy.abs()).sum(-1, keepdim=True) / k)
+    _check(dx, ref, dt, bounds(dt)[0], err, what)
 
 
 @pytest.mark.parametrize("dt", DTYPES)
@@ -128,7 +200,7 @@ def test_backward(dt, shape, op):
     from baracuda_dsl.ops.softmax import softmax as P
 
     x = _rand(shape, "float64", seed=7, scale=2.0)
-    dy = _rand(shape, "float64", seed=8, scale=1.0)
+    dy = _rand(shape, dt, seed=8, scale=1.0).double()    # the reference sees the rounded dy
     xg = x.clone().requires_grad_(True)
     fn = {"softmax": lambda t: torch.softmax(t, -1), "log_softmax":
           lambda t: torch.log_softmax(t, -1), "sparsemax": _sparsemax_ref}[op]
@@ -152,8 +224,7 @@ def test_backward(dt, shape, op):
         plan.run(P.SoftmaxBackwardArgs(dyt, y, dx))
     if not x.numel():
         return
-    # the reference uses the f64 y; ours sees y rounded to dt (one more rounding step)
-    assert relerr(dx, xg.grad) < 3 * _tol(dt, shape[-1]), plan.sku()
+    check_backward(dx, y64.detach(), dy, xg.grad, op, dt, plan.sku())
 
 
 @pytest.mark.parametrize("dt", ["float32", "bfloat16"])
@@ -166,18 +237,18 @@ def test_strided_and_misaligned_views(dt):
     for view in (base[::2], base.permute(1, 0, 2, 3), base[:, 1:4, ::3]):
         y = _poison(torch, view.shape, dt)
         SoftmaxPlan.select(SoftmaxDescriptor(tuple(view.shape), dt)).run(SoftmaxArgs(view, y))
-        assert relerr(y, torch.softmax(view.double(), -1)) < TOL[dt]
+        check_softmax(y, view, False, dt, tuple(view.shape))
     # a unit-stride middle axis (the transpose of a dense tensor)
     t = base[0, 0].t()  # (1024, 4): axis 0 has unit stride
     y = _poison(torch, (4, 1024), dt).t()
     SoftmaxPlan.select(SoftmaxDescriptor((1024, 4), dt, 0)).run(SoftmaxArgs(t, y))
-    assert relerr(y, torch.softmax(t.double(), 0)) < TOL[dt]
+    check_softmax(y.t(), t.t(), False, dt, "axis 0")
     # misaligned rows (offset by one element): generic loop SKU, same results
     flat = _rand((3 * 1000 + 1,), dt, seed=4)
     xm = flat[1:].view(3, 1000)
     y = _poison(torch, (3, 1000), dt)
     SoftmaxPlan.select(SoftmaxDescriptor((3, 1000), dt, -1, True)).run(SoftmaxArgs(xm, y))
-    assert relerr(y, torch.log_softmax(xm.double(), -1)) < TOL[dt]
+    check_softmax(y, xm, True, dt, "misaligned")
 
 
 @pytest.mark.parametrize("dt", DTYPES)
@@ -197,19 +268,9 @@ def test_extreme_rows(dt, n):
     for log in (False, True):
         y = _poison(torch, (4, n), dt)
         SoftmaxPlan.select(SoftmaxDescriptor((4, n), dt, -1, log)).run(SoftmaxArgs(x, y))
-        f = torch.log_softmax if log else torch.softmax
-        ref = f(x.double(), -1)
+        # every row: NaN (row 2), −inf / 0 and the finite values within check_softmax's bounds
+        check_softmax(y, x, log, dt, (n, log))
         assert torch.isnan(y[2]).all()
-        for r in (0, 1, 3):
-            fin = torch.isfinite(ref[r])
-            assert torch.equal(torch.isfinite(y[r]), fin), (r, log)
-            if log:
-                assert relerr(y[r][fin], ref[r][fin]) < _tol(dt, n) * 2, (r, log)
-            else:
-                # huge rows give tiny probabilities (f16: 1e-5 is subnormal): element-wise
-                assert close_rows(y[r][fin], ref[r][fin], dt, _tol(dt, n) * 2) == 0, (r, log)
-            if not log:
-                assert (y[r][~fin] == 0).all() if (~fin).any() else True
         if not log:
             assert (y[1, ::2] == 0).all()
         else:
@@ -222,10 +283,12 @@ def test_sparsemax_extremes():
 
     x = torch.tensor([[0.0] * 8, [5.0] + [0.0] * 7, [1e6, -1e6] + [0.0] * 6,
                       [1.0, 1.0, 0.5, float("-inf"), 0, 0, 0, 0]], device="cuda")
-    y = torch.full_like(x, float("nan"))
+    y = _poison(torch, tuple(x.shape), "float32")
     SparsemaxPlan.select(SparsemaxDescriptor(tuple(x.shape), "float32")).run(SparsemaxArgs(x, y))
     ref = _sparsemax_ref(torch.nan_to_num(x.double(), neginf=-1e300))
-    assert torch.allclose(y.double(), ref, atol=1e-6)
+    # every τ and y here is a short sum of dyadic numbers (1/8, 1, 1/2 ...): exact in f32, so
+    # only a few relative roundings are allowed, none absolute beyond the smallest normal
+    assert_close(y, ref, *bounds("float32", compute="float32", terms=4), what="extremes")
 
 
 def test_namespace_functions():
@@ -236,16 +299,16 @@ def test_namespace_functions():
     t = _rand((5, 6, 300), "float32", seed=5)
     x = xp.from_dlpack(t)
     for axis in (-1, 0, 1, 2, -2):
-        for f, ref in ((softmax, torch.softmax), (log_softmax, torch.log_softmax)):
+        for f, log in ((softmax, False), (log_softmax, True)):
             y = torch.from_dlpack(f(x, axis=axis))
-            assert relerr(y, ref(t.double(), axis)) < TOL["float32"]
+            check_softmax(y.movedim(axis, -1), t.movedim(axis, -1), log, "float32", (axis, log))
         y = torch.from_dlpack(sparsemax(x, axis=axis))
-        assert relerr(y, _sparsemax_ref(t.double(), axis)) < 2 * TOL["float32"]
+        check_sparsemax(y.movedim(axis, -1), t.movedim(axis, -1), "float32", (axis, "sparse"))
     # a transposed input (the axis has no unit stride) and a 1-d / empty input
     y = torch.from_dlpack(softmax(x.mT, axis=-1))
-    assert relerr(y, torch.softmax(t.double().mT, -1)) < TOL["float32"]
+    check_softmax(y, t.mT, False, "float32", "mT")
     v = xp.from_dlpack(t[0, 0])
-    assert relerr(torch.from_dlpack(softmax(v)), torch.softmax(t[0, 0].double(), 0)) < 1e-5
+    check_softmax(torch.from_dlpack(softmax(v)), t[0, 0], False, "float32", "1-d")
     e = xp.from_dlpack(torch.empty((0, 4), device="cuda"))
     assert softmax(e).shape == (0, 4)
     with pytest.raises(TypeError):
@@ -273,18 +336,10 @@ def test_forward_every_wide_sku(dt, n):
         ks = [plan._template.thaw(k) for k in plan._template.skus(plan._arch.value)]
         ks = [k for k in ks if k.dtype == plan._knobs.dtype and k.chunks > 0
               and n <= k.capacity < 4 * n]
-        ref = (torch.log_softmax if log else torch.softmax)(x.double(), -1)
         for k in ks:
             plan._knobs, plan._records = k, {}
             y = _poison(torch, (4, n), dt)
             plan.run(SoftmaxArgs(x, y))
             assert torch.isnan(y[1]).all(), k
-            assert relerr(y[0], ref[0]) < _tol(dt, n), (k, log)
-            for r in (2, 3):
-                fin = torch.isfinite(ref[r])
-                assert torch.equal(torch.isfinite(y[r]), fin), (k, r, log)
-                if log:
-                    assert relerr(y[r][fin], ref[r][fin]) < _tol(dt, n) * 2, (k, r, log)
-                else:
-                    assert close_rows(y[r][fin], ref[r][fin], dt, _tol(dt, n) * 2) == 0, (k, r)
-                    assert (y[r][~fin] == 0).all(), (k, r)
+            # rows 0 (random), 2 (huge), 3 (−inf entries: exact 0 / −inf) element by element
+            check_softmax(y, x, log, dt, (k, log))

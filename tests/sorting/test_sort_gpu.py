@@ -8,6 +8,7 @@ plans vs torch.autograd."""
 import numpy as np
 import pytest
 
+from _gpu_helpers import poisoned_like
 from baracuda_dsl.ops.sorting.searchsorted import (SearchsortedArgs, SearchsortedDescriptor,
                                                    SearchsortedPlan)
 from baracuda_dsl.ops.sorting.sort import (ArgsortArgs, ArgsortDescriptor, ArgsortPlan,
@@ -63,7 +64,9 @@ def _host(dtype, shape, rng, special=True):
 
 
 def _dev(a, dtype):
-    t = torch.from_numpy(np.ascontiguousarray(a)).cuda()
+    # reshape back: np.ascontiguousarray makes a 0-d array (kthvalue of a 1-d row without
+    # keepdims) 1-d, and a plan rejects an output of shape (1,) where () is due
+    t = torch.from_numpy(np.ascontiguousarray(a).reshape(np.shape(a))).cuda()
     return t.to(torch.bfloat16) if dtype == "bfloat16" else t
 
 
@@ -102,22 +105,31 @@ def _poison_idx(shape):
     return torch.full(shape, -7, dtype=torch.int64, device="cuda")
 
 
+def _against(ref_host, dtype):
+    """An output whose every byte differs from the expected result (the host array
+    ``ref_host`` of ``dtype``): an element left unwritten fails the bit-exact comparison
+    whatever its expected value (a fixed poison can equal a sorted key: ints hold -1, min, max)."""
+    out = poisoned_like(torch, _dev(ref_host, dtype))
+    assert tuple(out.shape) == np.shape(ref_host), (tuple(out.shape), np.shape(ref_host))
+    return out
+
+
 def _check_sort(x_t, host, axis, descending):
     dtype = str(x_t.dtype).replace("torch.", "")
     desc = SortDescriptor(tuple(x_t.shape), axis, dtype, descending)
     plan = SortPlan.select(desc)
-    vals, idx = _poison_vals(x_t.shape, x_t.dtype), _poison_idx(x_t.shape)
+    ref_i = _stable_argsort(host, axis, descending)
+    ref_v = np.take_along_axis(host, ref_i, axis)
+    vals, idx = _against(ref_v, dtype), _against(ref_i, "int64")
     ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
     plan.run(SortArgs(x_t, vals, idx), workspace=ws)
     torch.cuda.synchronize()
-    ref_i = _stable_argsort(host, axis, descending)
     np.testing.assert_array_equal(_np(idx), ref_i)
-    ref_v = np.take_along_axis(host, ref_i, axis)
     got_v = _np(vals)
     np.testing.assert_array_equal(_bits(got_v), _bits(ref_v))
     # argsort alone
     ap = ArgsortPlan.select(ArgsortDescriptor(tuple(x_t.shape), axis, dtype, descending))
-    idx2 = _poison_idx(x_t.shape)
+    idx2 = _against(ref_i, "int64")
     ap.run(ArgsortArgs(x_t, idx2), workspace=ws)
     torch.cuda.synchronize()
     assert torch.equal(idx, idx2)
@@ -294,10 +306,6 @@ def _check_select(x, host, k, axis, largest, kth=False, keepdims=False, template
         plan, out_shape = TopkPlan.select(d), d.out_shape
     if template is not None:
         assert plan.sku().template == template
-    v, i = _poison_vals(out_shape, x.dtype), _poison_idx(out_shape)
-    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
-    plan.run((KthvalueArgs if kth else TopkArgs)(x, v, i), workspace=ws)
-    torch.cuda.synchronize()
     ax = axis % len(shape)
     order = _stable_argsort(host, ax, largest and not kth)
     sl = [slice(None)] * len(shape)
@@ -306,6 +314,11 @@ def _check_select(x, host, k, axis, largest, kth=False, keepdims=False, template
     ref_v = np.take_along_axis(host, ref_i, ax)
     if kth and not keepdims:
         ref_i, ref_v = np.squeeze(ref_i, ax), np.squeeze(ref_v, ax)
+    assert tuple(ref_v.shape) == tuple(out_shape)
+    v, i = _against(ref_v, dtype), _against(ref_i, "int64")
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
+    plan.run((KthvalueArgs if kth else TopkArgs)(x, v, i), workspace=ws)
+    torch.cuda.synchronize()
     np.testing.assert_array_equal(_np(i), ref_i)
     np.testing.assert_array_equal(_bits(_np(v)), _bits(ref_v))
 

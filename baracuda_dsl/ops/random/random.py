@@ -432,8 +432,10 @@ class GumbelSoftmaxPlan(Plan):
             st[dim] = pstr[k]
         self._vstrides = tuple(st)           # Z / S seen in x's dim order
         self._noise = RandomPlan.select(RandomDescriptor(self._pshape, "gumbel", d.dtype), pref)
-        self._fma = ElementwisePlan.select(ElementwiseDescriptor("fma", (shp, None, shp), d.dtype),
-                                           pref)
+        # z + (1/τ)·x·1 with 1/τ a compute-precision parameter (a scalar operand would be
+        # rounded to the value dtype: 1/0.3 in bf16 is 0.4 % off); the 1 is exact in every dtype
+        self._fma = ElementwisePlan.select(ElementwiseDescriptor(
+            "addcmul", (shp, shp, None), d.dtype, None, (1.0 / d.tau,)), pref)
         self._copy = ElementwisePlan.select(ElementwiseDescriptor("copy", (shp,), d.dtype), pref)
         self._soft = SoftmaxPlan.select(SoftmaxDescriptor(shp, d.dtype, ax), pref)
         self._buf = align_up(self._n * d.dtype.itemsize)
@@ -509,7 +511,7 @@ class GumbelSoftmaxPlan(Plan):
         sp = buf_view(self._buf, self._pshape, contiguous_strides(self._pshape), d.dtype)
         sv = buf_view(self._buf, d.shape, self._vstrides, d.dtype)
         self._noise.run(RandomArgs(zp, seed, offset, a=0.0, b=1.0 / d.tau), st)
-        self._fma.run(ElementwiseArgs([x, 1.0 / d.tau, zv], [zv]), st)
+        self._fma.run(ElementwiseArgs([zv, x, 1.0], [zv]), st)
 
         def soft_into(t):
             if self._direct_soft(zv, t):

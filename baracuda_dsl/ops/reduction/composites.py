@@ -55,14 +55,15 @@ class CompositePlan(Plan):
         ks = tuple(1 if d in axes else n for d, n in enumerate(shape))
         return TensorView._trusted(v.ptr, ks, st, v.dtype, v.device, None)
 
-    def _ew(self, op: str, ins, out: TensorView, dt: DType, st: int, out_dtype=None) -> None:
+    def _ew(self, op: str, ins, out: TensorView, dt: DType, st: int, out_dtype=None,
+            params=()) -> None:
         shapes = tuple(tuple(i.shape) if isinstance(i, TensorView) else None for i in ins)
-        key = (op, shapes, tuple(out.shape), dt, out_dtype)
+        key = (op, shapes, tuple(out.shape), dt, out_dtype, params)
         memo = self.__dict__.setdefault("_ew_plans", {})
         p = memo.get(key)
         if p is None:
             p = memo[key] = ElementwisePlan.select(ElementwiseDescriptor(
-                op, shapes, dt, out_dtype, (), tuple(out.shape)), self.pref)
+                op, shapes, dt, out_dtype, params, tuple(out.shape)), self.pref)
         p.run(ElementwiseArgs(list(ins), [out]), st)
 
     def workspace_size(self) -> int:

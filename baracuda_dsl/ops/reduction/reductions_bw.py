@@ -1,7 +1,7 @@
 """Backward of the reductions: ``ReduceBackwardPlan`` — dx (x's shape, dense) from x, the forward
 result y and its gradient dy (both of the kept shape), for
 
-    sum        dx = dy                              mean  dx = dy / N
+    sum        dx = dy                              mean  dx = dy · (1/N)  (1/N in f32 / f64)
     max, min   dx = dy · [x == y] / #{x == y}       (ties share the gradient evenly, torch.amax)
     logsumexp  dx = dy · exp(x − y)                 norm2 dx = dy · x / y   (0 where y == 0)
     var        dx = dy · 2 (x − mean) / (N − c)     std   dx = dy · (x − mean) / ((N − c) · y)
@@ -132,7 +132,9 @@ class ReduceBackwardPlan(CompositePlan):
         if d.op == "sum":
             self._ew("copy", [keep(dy)], dx, dt, st)
         elif d.op == "mean":
-            self._ew("multiply", [keep(dy), 1.0 / N if N else float("nan")], dx, dt, st)
+            # dy·(1/N) with 1/N a compute-precision parameter (a scalar operand would be
+            # rounded to the value dtype first: 1/7 in bf16 is 0.2 % off)
+            self._ew("affine", [keep(dy)], dx, dt, st, params=(1.0 / N if N else float("nan"), 0.0))
         elif d.op in ("max", "min"):
             mask = tmp("mask", d.shape, bool_dt)
             self._ew("equal", [x, keep(y)], mask, dt, st)
@@ -161,9 +163,10 @@ class ReduceBackwardPlan(CompositePlan):
             self._ew("subtract", [x, keep(m)], dx, dt, st)
             g = tmp("g", os_, dt)
             scale = (2.0 if d.op == "var" else 1.0) / dof if dof > 0 else float("nan")
+            # the scale as a compute-precision parameter (not a value-dtype scalar operand)
             if d.op == "var":
-                self._ew("multiply", [dy, scale], g, dt, st)
+                self._ew("affine", [dy], g, dt, st, params=(scale, 0.0))
             else:
                 self._ew("divide", [dy, y], g, dt, st)
-                self._ew("multiply", [g, scale], g, dt, st)
+                self._ew("affine", [g], g, dt, st, params=(scale, 0.0))
             self._ew("multiply", [dx, keep(g)], dx, dt, st)

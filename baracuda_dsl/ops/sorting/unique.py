@@ -166,6 +166,9 @@ class UniquePlan(CompositePlan):
             self._ne.run(ElementwiseArgs([_sub(s, 1, n), _sub(s, 0, n - 1)], [_sub(flags, 1, n)]),
                          st)
         starts = tmp("starts", n + 1, int64)
+        # the gathers below run over all n slots (the count stays on the device): zero the slots
+        # past the count so they read index 0, never uninitialised workspace
+        memset_d8(starts.ptr, 0, (n + 1) * 8, st)
         self._compact.run_count(CompactArgs(flags, cnt), st, sub)
         self._compact.run_scatter(CompactArgs(flags, cnt, _sub(starts, 0, n)), st, sub)
         self._gather_v.run(IndexCopyArgs(s, _sub(starts, 0, n), vals), st)

@@ -270,7 +270,7 @@ FORWARD = {
     "logical_xor": lambda cx, a, b: (a != b,),
     "clip": _clip, "where": _where,
     # ML extensions (floating only)
-    "relu": _unary_float(relu), "gelu": lambda cx, x: (gelu(x, cx.st.width == 16),), "gelu_tanh": _unary_float(gelu_tanh),
+    "relu": _unary_float(relu), "gelu": _unary_float(gelu), "gelu_tanh": _unary_float(gelu_tanh),
     "silu": _unary_float(silu), "sigmoid": _unary_float(sigmoid),
     "mish": lambda cx, x: (x * M.tanh(softplus(x, cx.c(1.0), cx.c(20.0))),),
     "softplus": lambda cx, x: (softplus(x, cx.p[0], cx.p[1]),),
@@ -296,7 +296,7 @@ FORWARD = {
     "glu": lambda cx, a, b: (a * sigmoid(b),),
     "reglu": lambda cx, a, b: (relu(a) * b,),
     "swiglu": lambda cx, a, b: (silu(a) * b,),
-    "geglu": lambda cx, a, b: (gelu(a, cx.st.width == 16) * b,),
+    "geglu": lambda cx, a, b: (gelu(a) * b,),
     "lerp": _lerp,
     "addcmul": lambda cx, x, a, b: (x + cx.p[0] * a * b,),
     "addcdiv": lambda cx, x, a, b: (x + cx.p[0] * a / b,),

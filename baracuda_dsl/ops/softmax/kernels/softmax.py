@@ -2,7 +2,8 @@
 row-length bucket (log vs plain is the runtime flag ``LOG``).
 
     softmax:     y = exp(x − m) / S,       m = max(x),  S = Σ exp(x − m)
-    log_softmax: y = x − m − log(S)
+    log_softmax: y = (x − m) − log(S)   (in that order: exact x − m near the max, so huge rows
+                 keep −log(S) where x − (m + log S) would round it away)
 
 Register mode (``chunks > 0``): each thread issues all its loads first (``chunks`` 16-byte
 vectors of its row) and keeps ONLY the inputs in registers (two-byte values stay packed); it
@@ -113,7 +114,7 @@ def build(knobs: SoftmaxKnobs):
                     s = s + exp_sub(CT(rx[e, c]), ms)
             mt, st = row_allreduce_online(m, s, buf, tpr, 0, 1, rin, lane)
             mt, st = cluster_merge(mt, st, cbuf, C, rin, lane)
-            sub = mt + cute.math.log(st)
+            lg = cute.math.log(st)
             mlt = safe_max(mt)
             # m_row = −inf (a row of only −inf): st = 0, y = 0·inf = NaN, as PyTorch
             inv = CT(1.0) / st
@@ -127,7 +128,7 @@ def build(knobs: SoftmaxKnobs):
                     xv.store(rx[None, c].load())
                 if is_log:
                     for e in cutlass.range_constexpr(vec):
-                        yv[e] = T(CT(xv[e]) - sub)
+                        yv[e] = T((CT(xv[e]) - mt) - lg)
                 else:
                     for e in cutlass.range_constexpr(vec):
                         yv[e] = T(exp_sub(CT(xv[e]), mlt) * inv)
@@ -157,7 +158,7 @@ def build(knobs: SoftmaxKnobs):
                     m = mb
             mt, st = row_allreduce_online(m, s, buf, tpr, 0, 1, rin, lane)
             mlt = safe_max(mt)
-            sub = mt + cute.math.log(st)
+            lg = cute.math.log(st)
             scale = CT(1.0) / st
             if valid:
                 for v0 in cutlass.range(lane, nvec, tpr * U):
@@ -165,7 +166,7 @@ def build(knobs: SoftmaxKnobs):
                     if is_log:
                         for u in cutlass.range_constexpr(U):
                             for e in cutlass.range_constexpr(vec):
-                                rx[e, u] = T(CT(rx[e, u]) - sub)
+                                rx[e, u] = T((CT(rx[e, u]) - mt) - lg)
                     else:
                         for u in cutlass.range_constexpr(U):
                             for e in cutlass.range_constexpr(vec):
