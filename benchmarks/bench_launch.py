@@ -1,0 +1,247 @@
+"""Host cost per call (issue 18): µs per call of small array-API ops and ``plan.run`` on the
+namespace, side by side with torch and CuPy in the same process, plus a scikit-learn workload.
+
+Each row times ``n`` back-to-back calls with ``perf_counter`` after warm-up (enqueue only, one
+synchronize after the timed region; the problems are tiny, so the device keeps up and the number
+is the host's cost of the call path), median of ``--trials`` (default 5).  Every provider's
+result is checked once against numpy before timing (a row that computes the wrong thing is
+reported, not timed).  Goals (issue 18): ``plan.run`` <= 5 µs; every ``xp`` op <= 0.8 × torch's
+per-call time; the GEMM plan <= ``torch.matmul``'s host time.
+
+Usage (GPU host, repo root): ``python3 -m benchmarks.bench_launch [--out DIR] [--n 2000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+
+from . import harness as H
+
+N_ELEM = 1024
+
+
+def _timed(fn, n: int, trials: int, sync) -> float:
+    """Median over ``trials`` of host µs per call of ``n`` back-to-back calls."""
+    for _ in range(max(50, n // 20)):
+        fn()
+    sync()
+    out = []
+    for _ in range(trials):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        out.append((time.perf_counter() - t0) / n * 1e6)
+        sync()
+    return statistics.median(out)
+
+
+def _ops(xp, np_mod, a, b, c, m64, q64, idx):
+    """name -> (callable on this provider's arrays, numpy reference callable)."""
+    return {
+        "add": (lambda: xp.add(a, b), lambda A, B, C, M, Q, I: A + B),
+        "exp": (lambda: xp.exp(a), lambda A, B, C, M, Q, I: np.exp(A)),
+        "sum": (lambda: xp.sum(a), lambda A, B, C, M, Q, I: A.sum(dtype=np.float64)),
+        "a * 2.0": (lambda: a * 2.0, lambda A, B, C, M, Q, I: A * 2.0),
+        "where": (lambda: xp.where(c, a, b), lambda A, B, C, M, Q, I: np.where(C, A, B)),
+        "mean(axis=0)": (lambda: xp.mean(m64, axis=0),
+                         lambda A, B, C, M, Q, I: M.mean(0, dtype=np.float64)),
+        "matmul 64x64": (lambda: xp.matmul(m64, q64),
+                         lambda A, B, C, M, Q, I: M.astype(np.float64) @ Q),
+        "astype f16": (lambda: xp.astype(a, xp.float16),
+                       lambda A, B, C, M, Q, I: A.astype(np.float16)),
+        "getitem a[idx]": (lambda: a[idx], lambda A, B, C, M, Q, I: A[I]),
+    }
+
+
+def _providers(torch):
+    """(name, namespace, to-device, to-host, synchronize) for each provider present."""
+    import array_api as xp
+
+    out = [("ours", xp, xp.asarray, lambda t: t.to_numpy(), torch.cuda.synchronize)]
+    out.append(("torch", _TorchNS(torch), lambda h: torch.as_tensor(h, device="cuda"),
+                lambda t: t.cpu().numpy(), torch.cuda.synchronize))
+    try:
+        import cupy as cp
+
+        out.append(("cupy", cp, cp.asarray, cp.asnumpy,
+                    lambda: cp.cuda.runtime.deviceSynchronize()))
+    except Exception as e:  # noqa: BLE001 - reported in the table
+        print(f"bench_launch: cupy unavailable ({e})")
+    return out
+
+
+class _TorchNS:
+    """The handful of array-API spellings the table uses, on torch."""
+
+    def __init__(self, torch):
+        self.t = torch
+        self.float16 = torch.float16
+
+    def add(self, a, b):
+        return self.t.add(a, b)
+
+    def exp(self, a):
+        return self.t.exp(a)
+
+    def sum(self, a):
+        return self.t.sum(a)
+
+    def where(self, c, a, b):
+        return self.t.where(c, a, b)
+
+    def mean(self, a, axis):
+        return self.t.mean(a, dim=axis)
+
+    def matmul(self, a, b):
+        return self.t.matmul(a, b)
+
+    def astype(self, a, dt):
+        return a.to(dt)
+
+
+def op_table(torch, n: int, trials: int) -> list:
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal(N_ELEM).astype(np.float32)
+    B = rng.standard_normal(N_ELEM).astype(np.float32)
+    C = rng.random(N_ELEM) > 0.5
+    M = rng.standard_normal((64, 64)).astype(np.float32)
+    Q = rng.standard_normal((64, 64)).astype(np.float32)
+    Ih = rng.integers(0, N_ELEM, 100)
+    rows = {}
+    for name, ns, dev, host, sync in _providers(torch):
+        a, b, c, m, q, idx = dev(A), dev(B), dev(C), dev(M), dev(Q), dev(Ih)
+        for op, (fn, ref) in _ops(ns, np, a, b, c, m, q, idx).items():
+            try:
+                got = np.asarray(host(fn()), np.float64)
+                want = np.asarray(ref(A, B, C, M, Q.astype(np.float64), Ih), np.float64)
+                if not np.allclose(got, want, rtol=2e-3, atol=1e-3):
+                    rows.setdefault(op, {})[name] = "WRONG"
+                    continue
+                rows.setdefault(op, {})[name] = _timed(fn, n, trials, sync)
+            except Exception as e:  # noqa: BLE001 - reported in the table
+                rows.setdefault(op, {})[name] = f"{type(e).__name__}: {str(e)[:60]}"
+    out = []
+    for op, r in rows.items():
+        ours, t = r.get("ours"), r.get("torch")
+        ratio = ours / t if isinstance(ours, float) and isinstance(t, float) else None
+        out.append(dict(op=op, ours=ours, torch=t, cupy=r.get("cupy"), ratio=ratio))
+    return out
+
+
+def plan_table(torch, n: int, trials: int) -> list:
+    """plan.run with pre-built Args (RMSNorm 1×256 f32, elementwise add 1K f32, GEMM 64³ bf16),
+    against the torch call that does the same work."""
+    import baracuda_dsl as bd
+    from baracuda_dsl.ops.elementwise import ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan
+
+    sync = torch.cuda.synchronize
+    rows = []
+    x = torch.randn(1, 256, device="cuda")
+    w = torch.randn(256, device="cuda")
+    y = torch.empty_like(x)
+    p = bd.RMSNormPlan.select(bd.RMSNormDescriptor((1, 256), 1, "f32", 1e-6, True))
+    args = bd.RMSNormArgs(x, y, w)
+    rows.append(("RMSNorm 1x256 f32", lambda: p.run(args),
+                 lambda: torch.nn.functional.rms_norm(x, (256,), w, 1e-6)))
+    a = torch.randn(N_ELEM, device="cuda")
+    b = torch.randn(N_ELEM, device="cuda")
+    o = torch.empty_like(a)
+    pe = ElementwisePlan.select(ElementwiseDescriptor("add", ((N_ELEM,), (N_ELEM,)), bd.f32))
+    eargs = ElementwiseArgs([a, b], [o])
+    rows.append(("elementwise add 1K f32", lambda: pe.run(eargs), lambda: torch.add(a, b, out=o)))
+    g1 = torch.randn(64, 64, device="cuda").to(torch.bfloat16)
+    g2 = torch.randn(64, 64, device="cuda").to(torch.bfloat16)
+    gc = torch.empty(64, 64, device="cuda", dtype=torch.bfloat16)
+    pg = bd.GemmPlan.select(bd.GemmDescriptor(64, 64, 64, bd.bf16))
+    ws = torch.empty(max(pg.workspace_size(), 1), dtype=torch.uint8, device="cuda")
+    gargs = bd.GemmArgs(g1, g2, gc)
+    rows.append(("GemmPlan 64x64x64 bf16", lambda: pg.run(gargs, workspace=ws),
+                 lambda: torch.matmul(g1, g2, out=gc)))
+    out = []
+    for name, ours, ref in rows:
+        o_us = _timed(ours, n, trials, sync)
+        t_us = _timed(ref, n, trials, sync)
+        out.append(dict(op=name, ours=o_us, torch=t_us, ratio=o_us / t_us))
+    return out
+
+
+def sklearn_rows(torch) -> list:
+    """StandardScaler.fit_transform wall ms (median of 5) through array-API dispatch, per
+    namespace (ours, torch, CuPy), 2000×50 and 100000×256 float32."""
+    os.environ.setdefault("SCIPY_ARRAY_API", "1")  # sklearn's array-API mode needs scipy's too
+    try:
+        import sklearn
+        from sklearn.preprocessing import StandardScaler
+    except Exception as e:  # noqa: BLE001
+        return [dict(case="sklearn unavailable", error=str(e))]
+    import array_api as xp
+
+    makers = [("ours", xp.asarray, torch.cuda.synchronize),
+              ("torch", lambda h: torch.as_tensor(h, device="cuda"), torch.cuda.synchronize)]
+    try:
+        import cupy as cp
+
+        makers.append(("cupy", cp.asarray, cp.cuda.runtime.deviceSynchronize))
+    except Exception:  # noqa: BLE001
+        pass
+    rows = []
+    for shape in ((2000, 50), (100000, 256)):
+        h = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+        row = dict(case=f"StandardScaler {shape[0]}x{shape[1]}")
+        for name, mk, sync in makers:
+            X = mk(h)
+            try:
+                with sklearn.config_context(array_api_dispatch=True):
+                    StandardScaler().fit_transform(X)
+                    sync()
+                    ts = []
+                    for _ in range(5):
+                        t0 = time.perf_counter()
+                        StandardScaler().fit_transform(X)
+                        sync()
+                        ts.append((time.perf_counter() - t0) * 1e3)
+                row[name] = statistics.median(ts)
+            except Exception as e:  # noqa: BLE001
+                row[name] = f"{type(e).__name__}: {str(e)[:60]}"
+        rows.append(row)
+    return rows
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--n", type=int, default=2000, help="calls per timed trial")
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--no-sklearn", action="store_true")
+    ns = ap.parse_args(argv)
+    torch = H._torch()
+    H.check_cuda()
+    res = dict(device=H.device_info(), n=ns.n, trials=ns.trials)
+    res["ops"] = op_table(torch, ns.n, ns.trials)
+    res["plans"] = plan_table(torch, ns.n, ns.trials)
+    if not ns.no_sklearn:
+        res["sklearn"] = sklearn_rows(torch)
+    f = lambda v: H.fmt(v, ".1f") if isinstance(v, float) else (v or "—")  # noqa: E731
+    print(f"### xp ops on {N_ELEM}-element f32 (64x64 for mean / matmul): host µs per call\n")
+    print(H.md_table(["op", "ours", "torch", "CuPy", "ours / torch"],
+                     [[r["op"], f(r["ours"]), f(r["torch"]), f(r["cupy"]),
+                       H.fmt(r["ratio"], ".2f")] for r in res["ops"]]))
+    print("\n### plan.run (pre-built Args) vs the torch call: host µs per call\n")
+    print(H.md_table(["plan", "ours", "torch", "ours / torch"],
+                     [[r["op"], f(r["ours"]), f(r["torch"]), H.fmt(r["ratio"], ".2f")]
+                      for r in res["plans"]]))
+    if "sklearn" in res:
+        print("\n### scikit-learn through array-API dispatch: wall ms (median of 5)\n")
+        print(H.md_table(["workload", "ours", "torch", "CuPy"],
+                         [[r["case"], f(r.get("ours")), f(r.get("torch")), f(r.get("cupy"))]
+                          for r in res["sklearn"]]))
+    H.save_json(res, ns.out, "bench_launch.json")
+
+
+if __name__ == "__main__":
+    main()
