@@ -238,6 +238,20 @@ class AxisReducePlan(Plan):
         return self._n_out == 0
 
     def _geometry(self, shape, strides, ptr_mod: int = 0) -> Optional[_Geometry]:
+        """The launch geometry for one layout of the input, memoised per (shape, strides,
+        16-byte alignment class): a repeated call with the same layout skips the dim collapse
+        and the pass planning (the host cost of a small reduction)."""
+        memo = self.__dict__.setdefault("_geometries", {})
+        key = (tuple(shape), tuple(strides), ptr_mod)
+        hit = memo.get(key, memo)
+        if hit is not memo:
+            return hit
+        if len(memo) >= 64:   # a plan seeing many layouts: keep the memo bounded
+            memo.clear()
+        memo[key] = g = self._plan_geometry(shape, strides, ptr_mod)
+        return g
+
+    def _plan_geometry(self, shape, strides, ptr_mod: int = 0) -> Optional[_Geometry]:
         d = self._rd
         kept = [i for i in range(len(shape)) if i not in d.axes]
         ks, kst = collapse_dims([shape[i] for i in kept], [strides[i] for i in kept])
