@@ -23,12 +23,47 @@ from ..errors import CompileError
 from .template import Knobs
 
 
+DUMP_PREFIX = "baracuda-dsl-dump-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:          # exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_dumps(root: str | None = None) -> int:
+    """Remove dump folders left by compiler workers that died without running their exit
+    handler (killed, crashed): folders ``<prefix><pid>-*`` whose process is gone.  Returns the
+    number removed."""
+    root = root or tempfile.gettempdir()
+    gone = 0
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return 0
+    for name in names:
+        if not name.startswith(DUMP_PREFIX):
+            continue
+        pid = name[len(DUMP_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+            gone += 1
+    return gone
+
+
 def prepare_environment() -> None:
     """Set the DSL's environment before ``cutlass`` is imported: keep the cubin and PTX in a
-    private dump folder (removed at exit) and turn the DSL's own file cache off (it would hand
-    back objects without artifacts; this package caches by itself)."""
+    private dump folder (removed at exit; folders of workers that died without exiting are
+    removed by the next worker) and turn the DSL's own file cache off (it would hand back
+    objects without artifacts; this package caches by itself)."""
     os.environ["CUTE_DSL_KEEP"] = "cubin,ptx"
-    dump = tempfile.mkdtemp(prefix="baracuda-dsl-dump-")
+    remove_stale_dumps()
+    dump = tempfile.mkdtemp(prefix=f"{DUMP_PREFIX}{os.getpid()}-")
     os.environ["CUTE_DSL_DUMP_DIR"] = dump
     atexit.register(shutil.rmtree, dump, ignore_errors=True)
     os.environ.setdefault("CUTE_DSL_DISABLE_FILE_CACHING", "1")

@@ -103,3 +103,20 @@ def test_worker_that_cannot_start_says_why(monkeypatch):
         pool.shutdown()
     assert "exited while starting" in str(ei.value)
     assert "No module named baracuda_dsl_no_such_worker_module" in str(ei.value)
+
+
+def test_dump_folders_of_dead_workers_are_removed(tmp_path):
+    """A worker killed before its exit handler leaves its dump folder; the next worker's
+    ``prepare_environment`` removes folders whose pid is gone and keeps live and foreign ones."""
+    from baracuda_dsl.jit.compile_one import DUMP_PREFIX, remove_stale_dumps
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    stale = tmp_path / f"{DUMP_PREFIX}{dead}-abc"
+    live = tmp_path / f"{DUMP_PREFIX}{os.getpid()}-def"
+    other = tmp_path / f"{DUMP_PREFIX}legacy"
+    for d in (stale, live, other):
+        d.mkdir()
+        (d / "k.ptx").write_text("x")
+    assert remove_stale_dumps(str(tmp_path)) == 1
+    assert not stale.exists() and live.exists() and other.exists()
