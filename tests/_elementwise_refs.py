@@ -32,9 +32,8 @@ import numpy as np
 
 from baracuda_dsl.ops.elementwise.specs.elementwise import (CPLX, FLOAT, FP8, INT, ITEMSIZE, SINT,  # noqa: F401
                                                             UINT)
-from _gpu_helpers import _checks, assert_close  # tests._checks; assert_close for 0-d too
-
-bounds, _eps = _checks.bounds, _checks.eps
+from tests._checks import assert_close, bounds
+from tests._checks import eps as _eps
 
 NP_DTYPE = {"bool": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
             "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,

@@ -15,10 +15,7 @@ import pytest
 
 import baracuda_dsl as bd
 
-try:
-    from tests._checks import assert_close, bounds, eps
-except ImportError:      # run as ``pytest`` from elsewhere: tests/ (not the repo root) on sys.path
-    from _checks import assert_close, bounds, eps
+from tests._checks import assert_close, bounds, eps
 
 
 def tuned(pref=None, **tuning):

@@ -4,13 +4,13 @@ comparison.  Importable without torch or a GPU (every helper takes the torch mod
 
 import numpy as np
 
-try:
-    from tests import _checks
-except ImportError:      # run as ``pytest`` from elsewhere: tests/ (not the repo root) on sys.path
-    import _checks
+from tests import _checks
 
-bounds, dtype_name, eps, poison, to_numpy = (_checks.bounds, _checks.dtype_name, _checks.eps,
-                                             _checks.poison, _checks.to_numpy)
+#: tests._checks' element-by-element checks and poisoning, re-exported for the tests that import
+#: their helpers from here (pyproject puts the repo root on pytest's path)
+assert_close, assert_equal, bounds, dtype_name, eps, poison, to_numpy = (
+    _checks.assert_close, _checks.assert_equal, _checks.bounds, _checks.dtype_name, _checks.eps,
+    _checks.poison, _checks.to_numpy)
 
 
 def rand(torch, shape, dtype, gen, low=None):
@@ -72,11 +72,6 @@ def bytes_equal(torch, a, b):
 
 
 # ------------------------------------------------------------------------- per-element bounds
-#: tests._checks' element-by-element checks (0-d results included), re-exported for the tests
-#: that import their helpers from here
-assert_close, assert_equal = _checks.assert_close, _checks.assert_equal
-
-
 #: the compute / accumulation precision of the library's kernels per value dtype (half types
 #: and fp8 compute in f32; complex in its component type)
 COMPUTE = {"float16": "float32", "bfloat16": "float32", "float8_e4m3fn": "float32",

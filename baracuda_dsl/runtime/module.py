@@ -14,7 +14,7 @@ from typing import Dict, Sequence, Tuple
 
 from ..abi import ArgPack, Artifact, Param
 from ..errors import DriverError
-from .device import THREAD_STATE, bind_thread
+from .device import THREAD_STATE, bind_thread, cuda_core, get_device
 
 
 class LoadedKernel:
@@ -25,7 +25,6 @@ class LoadedKernel:
 
     def __init__(self, artifact: Artifact, ordinal: int):
         from cuda.bindings import driver
-        from .device import cuda_core, get_device
 
         get_device(ordinal)
         self.ordinal = ordinal
