@@ -94,6 +94,7 @@ from ._segment_extensions import (embedding, embedding_bag, index_add, segment_m
                                   segment_mean, segment_min, segment_prod, segment_sum)
 from ._shape_extensions import pad, pixel_shuffle, pixel_unshuffle
 from ._softmax_extensions import log_softmax, softmax, sparsemax
+from ._graphs import CUDAGraph, current_stream, use_stream
 from ._sorting_extensions import kthvalue, msort, topk, unique_consecutive
 
 __array_api_version__ = "2024.12"
@@ -139,4 +140,4 @@ __all__ += ["concat", "stack", "unstack", "moveaxis", "roll", "take", "take_alon
             "segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod"]
 __all__ += ["random", "losses", "dropout", "gumbel_softmax", "softmax", "log_softmax", "sparsemax"]
 __all__ += ["matmul", "tensordot", "vecdot", "linear", "linalg"]
-__all__ += ["empty_cache"]
+__all__ += ["empty_cache", "CUDAGraph", "current_stream", "use_stream"]

@@ -82,6 +82,19 @@ class Array:
         return self
 
     @classmethod
+    def _trusted(cls, ptr: int, shape: tuple, strides: tuple, dtype, device: Device,
+                 owner) -> "Array":
+        """``_new`` for metadata that is already valid (launch-record replays)."""
+        self = object.__new__(cls)
+        self._ptr = ptr
+        self._shape = shape
+        self._strides = strides
+        self._dtype = dtype
+        self._device = device
+        self._owner = owner
+        return self
+
+    @classmethod
     def _empty(cls, shape, dtype, device: Device) -> "Array":
         shape = tuple(int(s) for s in shape)
         if any(s < 0 for s in shape):
@@ -153,9 +166,10 @@ class Array:
         """CUDA Array Interface v3, so CuPy / Numba / ... take the array zero-copy: ``shape``;
         ``typestr`` (numpy's: ``'<f4'``, ``'|b1'``, ...); ``data = (ptr, False)``, ``ptr`` the
         address of the first element (view offset included; 0 for an empty array, as the spec
-        asks); ``strides`` in bytes, or None when C-contiguous; ``version`` 3; ``stream`` 1 (the
-        legacy default stream: every namespace operation is ordered on it, so a consumer that
-        synchronizes with it, as v3 requires, sees the pending writes).  bfloat16 / float8 have
+        asks); ``strides`` in bytes, or None when C-contiguous; ``version`` 3; ``stream``: the calling
+        thread's current stream (1, the legacy default stream, unless ``use_stream`` set
+        another): namespace operations are ordered on it, so a consumer that synchronizes with
+        it, as v3 requires, sees the pending writes).  bfloat16 / float8 have
         no typestr: for them the attribute does not exist (AttributeError, ``hasattr`` is False)
         and DLPack (``__dlpack__``) is the way to share them."""
         typestr = to_typestr(self._dtype)
@@ -165,7 +179,8 @@ class Array:
         empty = self.size == 0
         isz = self._dtype.itemsize
         strides = None if self.is_contiguous() else tuple(s * isz for s in self._strides)
-        return {"shape": self._shape, "typestr": typestr, "version": 3, "stream": 1,
+        return {"shape": self._shape, "typestr": typestr, "version": 3,
+                "stream": _dev.current_stream() or 1,
                 "data": (0 if empty else self._ptr, False), "strides": strides}
 
     def __baracuda_view__(self) -> TensorView:

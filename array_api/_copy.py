@@ -2,8 +2,9 @@
 
 Copies go through the layout plans (``baracuda_dsl.ops.shape.layout.contiguize``: a tiled
 transpose kernel for permuted layouts, a strided gather otherwise; every dtype, bit-exact).
-Fills use cuMemsetD8/D16/D32Async (legacy default stream) when the element's byte pattern
-allows, the elementwise fill kernel above ``SMALL_UPLOAD`` bytes, a host upload below it.
+Fills use cuMemsetD8/D16/D32Async (on the current stream) when the element's byte pattern
+allows, the elementwise fill kernel above ``SMALL_UPLOAD`` bytes (and inside a CUDA graph
+capture), a host upload below it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 from baracuda_dsl.dtypes import DType
 from baracuda_dsl.errors import InvalidProblemError, UnsupportedError
 from baracuda_dsl.plan import collapse_dims, prod
+from baracuda_dsl.runtime.stream import AMBIENT
 from baracuda_dsl.tensor import MAX_RANK, TensorView, contiguous_strides
 
 from . import _device as _dev
@@ -95,7 +97,8 @@ def fill(x: Array, value) -> None:
     one = host_scalar(value, x.dtype)
     if _dev.memset(x._ptr, one.tobytes(), n):
         return
-    if n * x.dtype.itemsize > SMALL_UPLOAD:
+    if n * x.dtype.itemsize > SMALL_UPLOAD or AMBIENT.arena is not None:
+        # large, or inside a CUDA graph capture (a host upload would run once, at capture)
         try:
             _dispatch.fill(x, value)
             return

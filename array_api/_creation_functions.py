@@ -3,7 +3,7 @@
 ``meshgrid``, ``tril``, ``triu``.
 
 Every argument is validated before any device work.  Defaults: bool, int64, float32, complex64.
-Fills use cuMemsetD8/D16/D32Async (legacy default stream) when the element's byte pattern allows,
+Fills use cuMemsetD8/D16/D32Async (the current stream) when the element's byte pattern allows,
 an elementwise fill kernel (or a host upload for small arrays) otherwise.  ``arange`` and
 ``linspace`` values are computed on the host by numpy in float64 / complex128 (int64 for integer
 ``arange``) and uploaded; bfloat16 targets are rounded (to nearest even) from float32 by

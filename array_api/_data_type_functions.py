@@ -16,6 +16,7 @@ from ._array_object import Array
 from ._device import as_device
 from ._dtypes import finfo, iinfo, isdtype  # noqa: F401  (re-exported)
 from ._plans import check_operand
+from ._records import recorded
 
 __all__ = ["astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type"]
 
@@ -29,6 +30,7 @@ def _dtype_of(x, what: str) -> DType:
     raise TypeError(f"{what}: expected an array_api Array or dtype, got {type(x).__name__}")
 
 
+@recorded
 def astype(x, dtype, /, *, copy: builtins.bool = True, device=None):
     """``x`` converted to ``dtype`` (a new dense array; ``x`` itself when the dtype already
     matches and ``copy=False``).  Every dtype pair is wired except complex → non-complex, which

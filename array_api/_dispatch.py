@@ -1,6 +1,6 @@
 """The bridge from the namespace to the elementwise Plans: broadcasting, dtype conversion of
-operands, output allocation, plan selection (cached per descriptor) and the launch on the legacy
-default stream (the stream every namespace operation is ordered on)."""
+operands, output allocation, plan selection (cached per descriptor) and the launch on the calling
+thread's current stream (``use_stream``; the legacy default stream unless set)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from baracuda_dsl.ops.elementwise.elementwise import (ElementwiseArgs, Elementwi
 from baracuda_dsl.ops.elementwise.specs.elementwise import OPS
 
 from ._array_object import Array, tensor_view
-from ._device import as_device
+from ._device import as_device, current_stream
 
 _SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex)
 
@@ -81,7 +81,8 @@ def apply(op: str, operands: Sequence, dtype: DType, *, out_dtype: Optional[DTyp
         if plan._n == 0:
             return outs
         # fresh outputs of the right shape/dtype and trusted input views: skip re-validation
-        plan._launch_views(ins, [tensor_view(o) for o in outs], dev.ordinal, 0, fresh=True)
+        plan._launch_views(ins, [tensor_view(o) for o in outs], dev.ordinal, current_stream(),
+                           fresh=True)
         return outs
     plan.run(ElementwiseArgs(ins, [tensor_view(o) for o in outs]))
     return outs

@@ -38,6 +38,7 @@ from . import _promotion
 from ._array_object import Array
 from ._dtypes import (CATEGORIES, COMPLEX_FLOATING_DTYPES, FP8_DTYPES, INTEGER_DTYPES,
                       REAL_FLOATING_DTYPES)
+from ._records import recorded
 
 # --------------------------------------------------------------------------- scalars
 _REAL_OF = {_d.complex64: _d.float32, _d.complex128: _d.float64}
@@ -130,6 +131,7 @@ _OUT_RULES = {"same": lambda dt: dt, "bool": lambda dt: _d.bool_,
               "real": lambda dt: _REAL_OF.get(dt, dt)}
 
 
+@recorded
 def unary(op: str, x, category: str, out: str = "same", *, name=None) -> Array:
     name = name or op
     check_array(x, name)
@@ -173,6 +175,7 @@ BINARY = {
 }
 
 
+@recorded
 def binary(op: str, x1, x2, *, inplace=False) -> Array:
     """``op(x1, x2)`` (category and output rule from :data:`BINARY`); with ``inplace=True`` the
     result is written into ``x1`` (an Array): the promoted dtype must be x1's (TypeError) and the
@@ -588,6 +591,7 @@ def _int_range(dt: DType):
     return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
 
+@recorded
 def clip(x, /, min=None, max=None) -> Array:  # noqa: A002
     """x clamped to [min, max] (2024.12); real numeric dtypes.  ``min``/``max``: None (no bound),
     a Python int/float, or an Array (broadcast with x; cast to x's dtype).  The result has x's

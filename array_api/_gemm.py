@@ -4,7 +4,7 @@ promotion, and ``gemm`` — c = act(alpha · a @ b + beta · c + bias) on
 c's batch and row dims collapse to one stride: one launch) or
 :class:`~baracuda_dsl.ops.gemm.gemm_batched.BatchedGemmPlan` (the batch dims of a, b and c
 collapsed jointly, one launch per remaining outer index).  Plans are selected once per descriptor
-through ``_plans.select`` and run on the legacy default stream.  Operands are strided views
+through ``_plans.select`` and run on the current stream.  Operands are strided views
 (transposes, slices, stride-0 broadcasts); ``tensor_core_ready`` copies half-type operands with no
 unit stride in their matrix dims so that they reach the tensor-core path.
 """

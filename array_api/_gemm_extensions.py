@@ -13,6 +13,7 @@ from ._creation_functions import zeros
 from ._gemm import (COMPLEX_PART, GEMM_FLOAT_DTYPES, as_matrix, check_arrays, convert, gemm,
                     numeric_dtype, tensor_core_ready)
 from ._linear_algebra_functions import matrix_transpose
+from ._records import recorded
 
 __all__ = ["linear"]
 
@@ -20,6 +21,7 @@ __all__ = ["linear"]
 ACTIVATIONS = {None: "bias", "relu": "bias_relu", "gelu": "bias_gelu", "silu": "bias_silu"}
 
 
+@recorded
 def linear(x, w, bias=None, activation=None) -> Array:
     """``act(x @ wᵀ + bias)`` (torch.nn.functional.linear + a fused activation; extension):
     x (..., in), w (out, in), bias (out,) or None; ``activation`` None, "relu", "gelu" (erf

@@ -38,6 +38,7 @@ from ._elementwise_functions import (add, convert_scalar, greater_equal, less, l
 from ._manipulation_functions import (ascontiguousarray, broadcast_to, moveaxis, normalize_axis,
                                       permute_dims, reshape)
 from ._searching_functions import nonzero, where
+from ._records import recorded
 
 
 # ------------------------------------------------------------------------------ take family
@@ -68,6 +69,7 @@ def flat_index(idx, what: str) -> Array:
     return _plans.index_dtype_array(reshape(ascontiguousarray(idx), (-1,)))
 
 
+@recorded
 def take(x: Array, indices: Array, /, *, axis=None) -> Array:
     """Elements of ``x`` at the 1-D integer ``indices`` along ``axis`` (optional for 1-D x):
     result shape ``x.shape[:axis] + indices.shape + x.shape[axis+1:]``.  Negative indices wrap
@@ -323,6 +325,7 @@ def _linear_index(arrays, ext, b, device) -> Array:
     return reshape(ascontiguousarray(lin), (-1,))
 
 
+@recorded
 def advanced_getitem(x: Array, key) -> Array:
     """``x[key]`` for keys with integer arrays / boolean masks (see the module doc)."""
     dec = _decompose(x, key)

@@ -58,6 +58,7 @@ from ._dtypes import INTEGER_DTYPES
 from ._gemm import (COMPLEX_PART, GEMM_FLOAT_DTYPES, HALF_DTYPES, as_matrix, check_arrays,
                     convert, gemm, numeric_dtype, tensor_core_ready)
 from ._manipulation_functions import broadcast_to, moveaxis
+from ._records import recorded
 
 __all__ = ["matmul", "tensordot", "vecdot", "matrix_transpose", "outer"]
 
@@ -190,6 +191,7 @@ def matmul_shapes(s1, s2):
     return batch, M, K, N, res
 
 
+@recorded
 def matmul(x1, x2, /) -> Array:
     """Matrix product of the standard: x1 (..., M, K) @ x2 (..., K, N) → (..., M, N) with
     broadcast batch dims; a 1-D x1 is a row (its dim removed from the result), a 1-D x2 a column.
@@ -264,6 +266,7 @@ def tensordot_axes(shape1, shape2, axes):
     return ax1, ax2
 
 
+@recorded
 def tensordot(x1, x2, /, *, axes=2) -> Array:
     """Tensor contraction of the standard: ``axes`` an int N (the last N axes of x1 with the
     first N of x2) or a pair of axis sequences; result shape = x1's free axes + x2's free axes;
@@ -301,6 +304,7 @@ def vecdot_axis(shape1, shape2, axis):
     return ax, broadcast_shapes(r1, r2)
 
 
+@recorded
 def vecdot(x1, x2, /, *, axis: int = -1) -> Array:
     """Σ conj(x1) · x2 along ``axis`` (the standard's vecdot; the axis is not broadcast);
     dtype by promotion.  Elementwise multiply + ``sum`` (half types in float32, one rounding;

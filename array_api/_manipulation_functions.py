@@ -23,6 +23,7 @@ from . import _dtypes as _dt
 from . import _plans
 from ._array_object import Array
 from ._data_type_functions import astype, result_type
+from ._records import recorded
 
 
 # ------------------------------------------------------------------------ helpers
@@ -238,6 +239,7 @@ def _as_array_list(arrays, what: str) -> list:
     return arrays
 
 
+@recorded
 def concat(arrays, /, *, axis=0) -> Array:
     """Join ``arrays`` along ``axis`` (``None``: flatten each first).  The result dtype is
     ``result_type(*arrays)``; shapes must match except along ``axis``.  One ``ConcatPlan``
@@ -270,6 +272,7 @@ def concat(arrays, /, *, axis=0) -> Array:
     return out
 
 
+@recorded
 def stack(arrays, /, *, axis: int = 0) -> Array:
     """Join same-shape ``arrays`` along a new ``axis`` (result dtype ``result_type``)."""
     arrays = _as_array_list(arrays, "stack")

@@ -13,6 +13,7 @@ from . import _dtypes as _dt
 from . import _plans
 from ._array_object import Array
 from ._manipulation_functions import ascontiguousarray
+from ._records import recorded
 
 
 def _norm_shape(normalized_shape):
@@ -46,6 +47,7 @@ def _row_norm_common(x, normalized_shape, what):
     return k
 
 
+@recorded
 def rms_norm(x: Array, normalized_shape, weight: Array = None, eps: float = None) -> Array:
     """y = x / sqrt(mean(x²) + eps) · weight over the trailing ``normalized_shape`` dims
     (torch.nn.functional.rms_norm; ``eps=None`` → finfo(x.dtype).eps).  f32/f16/bf16/f64."""
@@ -62,6 +64,7 @@ def rms_norm(x: Array, normalized_shape, weight: Array = None, eps: float = None
     return y
 
 
+@recorded
 def layer_norm(x: Array, normalized_shape, weight: Array = None, bias: Array = None,
                eps: float = 1e-5) -> Array:
     """y = (x − mean)/sqrt(var + eps) · weight + bias over the trailing dims (biased variance;

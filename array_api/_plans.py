@@ -18,6 +18,7 @@ import functools
 
 import numpy as np
 
+from baracuda_dsl.runtime.stream import AMBIENT
 from baracuda_dsl.vocabulary import Workspace
 
 from . import _copy
@@ -26,14 +27,15 @@ from . import _dtypes as _dt
 from ._array_object import Array
 from ._device import as_device
 
-_CHECK = [True]
+#: ``INDEX_CHECKING[0]``: the out-of-range index check is on (``set_index_checking``)
+INDEX_CHECKING = [True]
 
 
 def set_index_checking(enabled: bool) -> bool:
     """Turn the namespace's out-of-range index check on or off (extension); returns the old
     setting.  On (default): IndexError after any call that met a bad index (one device sync)."""
-    old = _CHECK[0]
-    _CHECK[0] = bool(enabled)
+    old = INDEX_CHECKING[0]
+    INDEX_CHECKING[0] = bool(enabled)
     return old
 
 
@@ -90,8 +92,8 @@ def run(plan, args, device) -> None:
 
 def status_word(device):
     """A zeroed int32 device word for a plan's ``status`` (None when checking is off)."""
-    if not _CHECK[0]:
-        return None
+    if not INDEX_CHECKING[0] or AMBIENT.arena is not None:
+        return None                # checking off, or a CUDA graph capture (no readback there)
     status = Array._empty((1,), _dt.int32, as_device(device))
     _copy.fill(status, 0)
     return status

@@ -11,10 +11,12 @@ from . import _statistical_functions as _sf
 from ._array_object import Array
 from ._manipulation_functions import diagonal_view
 from ._reduce import stat_reduce
+from ._records import recorded
 
 __all__ = ["logsumexp", "trace"]
 
 
+@recorded
 def logsumexp(x: Array, /, *, axis=None, keepdims: builtins.bool = False) -> Array:
     """log Σ exp(x) over ``axis``, stabilised by the max (extension; real floating dtypes;
     −inf for an empty reduction; half inputs compute in float32; StatReducePlan)."""

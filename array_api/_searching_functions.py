@@ -27,6 +27,7 @@ from ._elementwise_functions import convert_scalar, is_scalar
 from ._manipulation_functions import reshape
 from ._reduce import finish, is_complex, keepdims_shape, nonzero_mask, reduce, reduction_axes
 from ._scan import compact_nonzero
+from ._records import recorded
 
 __all__ = ["argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where"]
 
@@ -52,12 +53,14 @@ def _arg(op, x, axis, keepdims):
     return res
 
 
+@recorded
 def argmax(x: Array, /, *, axis=None, keepdims: builtins.bool = False) -> Array:
     """Index (int64) of the first maximum along ``axis`` (None: of the flattened array); NaN
     counts as the maximum."""
     return _arg("argmax", x, axis, keepdims)
 
 
+@recorded
 def argmin(x: Array, /, *, axis=None, keepdims: builtins.bool = False) -> Array:
     """Index (int64) of the first minimum along ``axis`` (None: of the flattened array); NaN
     counts as the minimum."""
@@ -123,6 +126,7 @@ def searchsorted(x1: Array, x2, /, *, side: str = "left", sorter: Array = None) 
 
 
 # ------------------------------------------------------------------------------ where
+@recorded
 def where(condition: Array, x1, x2, /) -> Array:
     """``x1`` where ``condition`` is True, else ``x2`` (broadcast together).  ``condition`` must
     be a bool Array; ``x1`` / ``x2`` Arrays or Python scalars (2024.12), at least one an Array;

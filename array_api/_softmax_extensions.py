@@ -17,6 +17,7 @@ from . import _elementwise_functions as _ef
 from . import _plans
 from ._array_object import Array
 from ._manipulation_functions import ascontiguousarray, moveaxis, reshape
+from ._records import recorded
 
 _CAT = "real floating-point"
 
@@ -52,6 +53,7 @@ def _rowwise(name: str, x, axis, plan_cls, desc_cls, args_cls, **desc_kw) -> Arr
     return y
 
 
+@recorded
 def softmax(x, /, axis: int = -1) -> Array:
     """exp(x − max)/Σ exp(x − max) along ``axis`` (torch.nn.functional.softmax with ``dim``);
     numerically stable; a row of −inf gives NaN (as PyTorch).  One kernel launch."""
@@ -60,6 +62,7 @@ def softmax(x, /, axis: int = -1) -> Array:
     return _rowwise("softmax", x, axis, SoftmaxPlan, SoftmaxDescriptor, SoftmaxArgs, log=False)
 
 
+@recorded
 def log_softmax(x, /, axis: int = -1) -> Array:
     """x − max − log Σ exp(x − max) along ``axis`` (torch.nn.functional.log_softmax)."""
     from baracuda_dsl.ops.softmax.softmax import SoftmaxArgs, SoftmaxDescriptor, SoftmaxPlan

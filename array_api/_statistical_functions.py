@@ -27,6 +27,7 @@ from ._array_object import Array
 from ._reduce import (as_pairs, check_floating, complex_from_pairs, finish, is_complex, reduce,
                       reduction_axes, stat_reduce)
 from ._scan import scan, scan_axis, scan_input, scan_result
+from ._records import recorded
 
 __all__ = ["sum", "prod", "max", "min", "mean", "var", "std", "cumulative_sum",
            "cumulative_prod"]
@@ -53,12 +54,14 @@ def _sum_prod(op: str, x, axis, dtype, keepdims):
     return finish(res, x, axes, keepdims)
 
 
+@recorded
 def sum(x: Array, /, *, axis=None, dtype=None, keepdims: builtins.bool = False) -> Array:  # noqa: A001
     """Σ over ``axis`` (None: all).  Integers/bool → int64 (unsigned → uint64) unless ``dtype``;
     floats and complex keep their dtype (f16/bf16 accumulate in f32)."""
     return _sum_prod("sum", x, axis, dtype, keepdims)
 
 
+@recorded
 def prod(x: Array, /, *, axis=None, dtype=None, keepdims: builtins.bool = False) -> Array:
     """Π over ``axis``; dtype rules as :func:`sum` (complex not wired)."""
     return _sum_prod("prod", x, axis, dtype, keepdims)
@@ -74,16 +77,19 @@ def _extreme(op, x, axis, keepdims):
     return finish(reduce(x, axes, op), x, axes, keepdims)
 
 
+@recorded
 def max(x: Array, /, *, axis=None, keepdims: builtins.bool = False) -> Array:  # noqa: A001
     """Maximum over ``axis`` (NaN propagates); x's dtype; ValueError on an empty reduction."""
     return _extreme("max", x, axis, keepdims)
 
 
+@recorded
 def min(x: Array, /, *, axis=None, keepdims: builtins.bool = False) -> Array:  # noqa: A001
     """Minimum over ``axis`` (NaN propagates); x's dtype; ValueError on an empty reduction."""
     return _extreme("min", x, axis, keepdims)
 
 
+@recorded
 def mean(x: Array, /, *, axis=None, keepdims: builtins.bool = False) -> Array:
     """Arithmetic mean over ``axis`` (NaN for an empty reduction); floating dtypes."""
     check_floating(x, "mean")
@@ -94,12 +100,14 @@ def mean(x: Array, /, *, axis=None, keepdims: builtins.bool = False) -> Array:
     return finish(reduce(x, axes, "mean"), x, axes, keepdims)
 
 
+@recorded
 def var(x: Array, /, *, axis=None, correction=0.0, keepdims: builtins.bool = False) -> Array:
     """Σ (x − mean)² / (N − correction) over ``axis`` (NaN when N − correction ≤ 0); real
     floating dtypes; half inputs compute in float32 (StatReducePlan)."""
     return stat_reduce("var", x, axis, keepdims, correction)
 
 
+@recorded
 def std(x: Array, /, *, axis=None, correction=0.0, keepdims: builtins.bool = False) -> Array:
     """√var(x) (see :func:`var`)."""
     return stat_reduce("std", x, axis, keepdims, correction)
@@ -117,6 +125,7 @@ def _cumulative(x, op, axis, dtype, include_initial, what):
     return scan_result(out, final)
 
 
+@recorded
 def cumulative_sum(x: Array, /, *, axis=None, dtype=None, include_initial: bool = False) -> Array:
     """Cumulative sum along ``axis`` (required for ndim > 1); ``include_initial`` prepends 0."""
     return _cumulative(x, "cumsum", axis, dtype, include_initial, "cumulative_sum")

@@ -133,13 +133,12 @@ def op_table(torch, n: int, trials: int) -> list:
     return out
 
 
-def plan_table(torch, n: int, trials: int) -> list:
-    """plan.run with pre-built Args (RMSNorm 1×256 f32, elementwise add 1K f32, GEMM 64³ bf16),
-    against the torch call that does the same work."""
+def _plan_calls(torch) -> list:
+    """(name, plan.run with pre-built Args, the torch call doing the same work): RMSNorm 1×256
+    f32, elementwise add 1K f32, GEMM 64³ bf16."""
     import baracuda_dsl as bd
     from baracuda_dsl.ops.elementwise import ElementwiseArgs, ElementwiseDescriptor, ElementwisePlan
 
-    sync = torch.cuda.synchronize
     rows = []
     x = torch.randn(1, 256, device="cuda")
     w = torch.randn(256, device="cuda")
@@ -162,12 +161,87 @@ def plan_table(torch, n: int, trials: int) -> list:
     gargs = bd.GemmArgs(g1, g2, gc)
     rows.append(("GemmPlan 64x64x64 bf16", lambda: pg.run(gargs, workspace=ws),
                  lambda: torch.matmul(g1, g2, out=gc)))
+    return rows
+
+
+def plan_table(torch, n: int, trials: int) -> list:
+    """plan.run with pre-built Args against the torch call that does the same work."""
+    sync = torch.cuda.synchronize
+    rows = _plan_calls(torch)
     out = []
     for name, ours, ref in rows:
         o_us = _timed(ours, n, trials, sync)
         t_us = _timed(ref, n, trials, sync)
         out.append(dict(op=name, ours=o_us, torch=t_us, ratio=o_us / t_us))
     return out
+
+
+MODES = ("full path", "records + Python launch", "records + compiled launch")
+
+
+def _set_mode(mode: str) -> bool:
+    """Switch launch records / the KernelCall implementation; False when unavailable."""
+    from baracuda_dsl.runtime import launcher, trace
+
+    trace.clear_records()
+    trace.set_recording(mode != MODES[0])
+    try:
+        launcher.use_implementation("compiled" if mode == MODES[2] else "python")
+    except Exception:  # noqa: BLE001 - the extension is not built here
+        return False
+    return True
+
+
+def path_table(torch, n: int, trials: int) -> list:
+    """µs per call of a few namespace ops and plan.run in each mode of :data:`MODES` (the
+    full path: every call validates, plans and packs; records: a repeated call replays its
+    launch record, through cuda.bindings or through the C extension), torch in the same run."""
+    import array_api as xp
+
+    rng = np.random.default_rng(0)
+    a = xp.asarray(rng.standard_normal(N_ELEM).astype(np.float32))
+    b = xp.asarray(rng.standard_normal(N_ELEM).astype(np.float32))
+    m = xp.asarray(rng.standard_normal((64, 64)).astype(np.float32))
+    idx = xp.asarray(rng.integers(0, N_ELEM, 100))
+    ta, tb = torch.as_tensor(a.to_numpy(), device="cuda"), torch.as_tensor(b.to_numpy(),
+                                                                           device="cuda")
+    tm, tidx = torch.as_tensor(m.to_numpy(), device="cuda"), torch.as_tensor(idx.to_numpy(),
+                                                                             device="cuda")
+    def unchecked_take():
+        old = xp.set_index_checking(False)
+        try:
+            return a[idx]
+        finally:
+            xp.set_index_checking(old)
+
+    cases = [
+        ("xp.add", lambda: xp.add(a, b), lambda: torch.add(ta, tb)),
+        ("a * 2.0", lambda: a * 2.0, lambda: ta * 2.0),
+        ("xp.exp", lambda: xp.exp(a), lambda: torch.exp(ta)),
+        ("xp.sum", lambda: xp.sum(a), lambda: torch.sum(ta)),
+        ("xp.mean(axis=0) 64x64", lambda: xp.mean(m, axis=0), lambda: torch.mean(tm, dim=0)),
+        ("xp.matmul 64x64", lambda: xp.matmul(m, m), lambda: torch.matmul(tm, tm)),
+        ("xp.astype f16", lambda: xp.astype(a, xp.float16), lambda: ta.to(torch.float16)),
+        ("a[idx] (index check off)", unchecked_take, lambda: ta[tidx]),
+    ] + [(f"plan.run {name}", ours, ref) for name, ours, ref in _plan_calls(torch)]
+    sync = torch.cuda.synchronize
+    rows = {name: dict(op=name, torch=_timed(ref, n, trials, sync)) for name, _f, ref in cases}
+    for mode in MODES:
+        ok = _set_mode(mode)
+        for name, fn, _ref in cases:
+            rows[name][mode] = _timed(fn, n, trials, sync) if ok else "n/a (not built)"
+    _set_mode(MODES[2]) or _set_mode(MODES[1])
+    for _ in range(3):                                    # trace, confirm, replay
+        xp.add(a, b)
+    from array_api._elementwise_functions import binary
+
+    rec = next(r for r in binary.records.table.values() if getattr(r, "confirmed", False))
+    call = next(st[1] for st in rec.steps if st[0] == 0)
+    pa, pb = a._ptr, b._ptr
+    rows["launch alone"] = dict(op="the replayed launch alone (xp.add's KernelCall)",
+                                torch=float("nan"), **{m: "—" for m in MODES})
+    rows["launch alone"][MODES[2]] = _timed(lambda: call(0, pa, pa, pb), n, trials, sync)
+    return list(rows.values())
 
 
 def sklearn_rows(torch) -> list:
@@ -224,6 +298,7 @@ def main(argv=None) -> None:
     res = dict(device=H.device_info(), n=ns.n, trials=ns.trials)
     res["ops"] = op_table(torch, ns.n, ns.trials)
     res["plans"] = plan_table(torch, ns.n, ns.trials)
+    res["paths"] = path_table(torch, ns.n, ns.trials)
     if not ns.no_sklearn:
         res["sklearn"] = sklearn_rows(torch)
     f = lambda v: H.fmt(v, ".1f") if isinstance(v, float) else (v or "—")  # noqa: E731
@@ -235,6 +310,14 @@ def main(argv=None) -> None:
     print(H.md_table(["plan", "ours", "torch", "ours / torch"],
                      [[r["op"], f(r["ours"]), f(r["torch"]), H.fmt(r["ratio"], ".2f")]
                       for r in res["plans"]]))
+    print("\n### launch paths: host µs per call (full path / records + cuda.bindings launch / "
+          "records + compiled launch) vs torch\n")
+    print(H.md_table(["call", *MODES, "torch", "best / torch"],
+                     [[r["op"], *[f(r[m]) for m in MODES], f(r["torch"]),
+                       H.fmt(min(v for v in (r[m] for m in MODES) if isinstance(v, float))
+                             / r["torch"], ".2f")] for r in res["paths"]]))
+    print("\n(the last row writes into a's own buffer: it times the C extension + driver "
+          "launch that every replay ends with)")
     if "sklearn" in res:
         print("\n### scikit-learn through array-API dispatch: wall ms (median of 5)\n")
         print(H.md_table(["workload", "ours", "torch", "CuPy"],

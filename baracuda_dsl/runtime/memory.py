@@ -14,6 +14,8 @@ from typing import Callable, List
 
 from ..errors import DeviceOutOfMemoryError
 from .device import INIT_LOCK, cuda_core, current_device_ordinal, get_device
+from .stream import AMBIENT
+from .trace import active, refuse
 
 #: callables run before an out-of-memory retry; each hands cached device memory back
 RELEASE_HOOKS: List[Callable[[], None]] = []
@@ -59,7 +61,19 @@ def memory_resource(ordinal: int = 0):
 
 
 def allocate(nbytes: int, stream=None, ordinal: int | None = None):
-    """A device ``cuda.core.Buffer`` of at least ``nbytes`` (>= 1) bytes, ordered on ``stream``."""
+    """A device ``cuda.core.Buffer`` of at least ``nbytes`` (>= 1) bytes, ordered on ``stream``
+    (a plan's temporary: a call that makes one is not recorded, see runtime/trace.py)."""
+    refuse("a raw device allocation")
+    arena = AMBIENT.arena
+    if arena is not None:          # a CUDA graph capture: the graph's own memory
+        return arena.buffer(max(int(nbytes), 1), current_device_ordinal() if ordinal is None
+                            else ordinal)
+    return allocate_pool(nbytes, stream, ordinal)
+
+
+def allocate_pool(nbytes: int, stream=None, ordinal: int | None = None):
+    """:func:`allocate` for allocators that report to the launch tracer themselves (the array
+    namespace's cached blocks)."""
     ordinal = current_device_ordinal() if ordinal is None else ordinal
     mr = memory_resource(ordinal)
     s = as_core_stream(stream, ordinal)
@@ -89,13 +103,24 @@ def as_core_stream(stream, ordinal):
     return cuda_core().Stream.from_handle(stream_handle(stream))
 
 
-def memset_d8(ptr: int, value: int, nbytes: int, stream: int = 0) -> None:
-    """Enqueue ``cuMemsetD8Async(ptr, value, nbytes)`` on the raw ``stream``; DriverError on
-    failure."""
+def memset(width: int, ptr: int, value: int, count: int, stream: int = 0) -> None:
+    """Enqueue ``cuMemsetD{8,16,32}Async(ptr, value, count)`` (``width`` 1, 2 or 4 bytes per
+    element) on the raw ``stream``; DriverError on failure.  Every memset of the library goes
+    through here (a traced call records it)."""
     from cuda.bindings import driver
 
     from ..errors import DriverError
 
-    (err,) = driver.cuMemsetD8Async(ptr, value, nbytes, stream)
+    t = active()
+    if t is not None:
+        t.memset(memset, width, ptr, value, count, stream)
+    fn = {1: driver.cuMemsetD8Async, 2: driver.cuMemsetD16Async,
+          4: driver.cuMemsetD32Async}[width]
+    (err,) = fn(ptr, value, count, stream)
     if err:
-        raise DriverError("cuMemsetD8Async", err)
+        raise DriverError(fn.__name__, err)
+
+
+def memset_d8(ptr: int, value: int, nbytes: int, stream: int = 0) -> None:
+    """``memset(1, ptr, value, nbytes, stream)``."""
+    memset(1, ptr, value, nbytes, stream)

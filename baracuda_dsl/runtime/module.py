@@ -15,6 +15,7 @@ from typing import Dict, Sequence, Tuple
 from ..abi import ArgPack, Artifact, Param
 from ..errors import DriverError
 from .device import THREAD_STATE, bind_thread, cuda_core, get_device
+from .trace import STATE as TRACE_STATE
 
 
 class LoadedKernel:
@@ -62,6 +63,9 @@ class LoadedKernel:
         dimension attribute (``grid[0]`` must be a multiple of the cluster size)."""
         if getattr(THREAD_STATE, "current", None) != self.ordinal:
             bind_thread(self.ordinal)               # first launch from this thread
+        tr = TRACE_STATE.tracer
+        if tr is not None:
+            tr.launch(self, grid, args, stream)
         addr = self._argpack().set(args)
         if self.cluster == 1:
             (err,) = self._launch(self.handle, grid[0], grid[1], grid[2], self.threads, 1, 1,

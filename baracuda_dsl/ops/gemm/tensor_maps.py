@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Optional, Tuple
 
 from ...errors import DriverError, InvalidProblemError, MisalignedOperandError
+from ...runtime import trace
 
 #: bytes of a CUtensorMap
 TENSOR_MAP_BYTES = 128
@@ -169,16 +170,25 @@ class TensorMap:
                                          f"{ADDRESS_ALIGN}-byte aligned")
         head = self._head
         if head is not None:
-            return head + address.to_bytes(8, "little") + self._tail
+            raw = head + address.to_bytes(8, "little") + self._tail
+            tr = trace.active()
+            if tr is not None:
+                tr.tmap(raw, len(head), address)
+            return raw
         if self._per_call:
+            trace.refuse("a TMA descriptor encoded per call")
             return self._cache.encode(self.layout, address)
         off = self._cache.address_offset()
         raw = self._cache.encode(self.layout, address)
         if off is not None and _u64(raw, off) == address:
             self._tail = raw[off + 8:]
             self._head = raw[:off]
+            tr = trace.active()
+            if tr is not None:
+                tr.tmap(raw, off, address)
         else:
             self._per_call = True
+            trace.refuse("a TMA descriptor encoded per call")
         return raw
 
     @property

@@ -167,6 +167,9 @@ class RandomPlan(Plan):
     give [low, high) (24/11/8/53 random bits for f32/f16/bf16/f64); normal uses Box–Muller;
     randint uses Lemire's multiply-shift (relative bias ≤ span/2³² for int32, span/2⁶⁴ int64)."""
 
+    #: each draw comes with a new (seed, offset): a launch record would rarely repeat
+    recordable = False
+
     descriptor = RandomDescriptor
 
     def _plan(self) -> None:
@@ -267,6 +270,9 @@ class DropoutBackwardArgs:
 class _DropoutBase(Plan):
     """Shared plan and launch of the dropout forward / backward: the Args (``_args_type``) name
     their input and output in ``_io``; ``_mask`` gives the optional mask output."""
+
+    #: each draw comes with a new (seed, offset): a launch record would rarely repeat
+    recordable = False
 
     _args_type: type = object
     _io = ("x", "y")
@@ -412,6 +418,9 @@ class GumbelSoftmaxPlan(Plan):
     ``y_soft`` (optional) gets softmax(Z) the same way.  Precision: Z in x's dtype, softmax in
     f32 (f64 for f64).  Workspace: ``workspace_size()`` (≤ 2 buffers of x's size + the argmax
     index/scratch).  Deterministic in (seed, offset)."""
+
+    #: each draw comes with a new (seed, offset): a launch record would rarely repeat
+    recordable = False
 
     descriptor = GumbelSoftmaxDescriptor
 

@@ -749,14 +749,9 @@ class FillPlan(Plan):
 
 
 def _memset(ptr: int, width: int, value: int, count: int, stream: int) -> None:
-    from cuda.bindings import driver
+    from ...runtime.memory import memset
 
-    from ...errors import DriverError
-
-    fn = {1: driver.cuMemsetD8Async, 2: driver.cuMemsetD16Async, 4: driver.cuMemsetD32Async}[width]
-    (err,) = fn(ptr, value, count, stream)
-    if err:
-        raise DriverError(fn.__name__, err)
+    memset(width, ptr, value, count, stream)
 
 
 # ============================================================================ WriteSlice

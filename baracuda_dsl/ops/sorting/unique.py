@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...dtypes import DType, bool_ as bool_dt, int64
-from ...errors import DriverError, InvalidProblemError
+from ...errors import InvalidProblemError
 from ...plan import align_up, check_dtype, view_arg
 from ...tensor import TensorView
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
@@ -178,13 +178,11 @@ class UniquePlan(CompositePlan):
             else:
                 self._gather_i.run(IndexCopyArgs(perm, _sub(starts, 0, n), idx), st)
         if counts is not None:
-            from cuda.bindings import driver
+            from ...runtime.memory import memset
 
             nval = tmp("nval", 1, int64)  # n as an int64: two 32-bit word memsets
             for half, word in ((0, n & 0xFFFFFFFF), (4, n >> 32)):
-                (err,) = driver.cuMemsetD32Async(nval.ptr + half, word, 1, st)
-                if err:
-                    raise DriverError("cuMemsetD32Async", err)
+                memset(4, nval.ptr + half, word, 1, st)
             k = TensorView._trusted(cnt.ptr, (1,), (1,), int64, dev, None)
             self._scatter1.run(IndexCopyArgs(nval, k, starts), st)
             self._diff.run(ElementwiseArgs([_sub(starts, 1, n + 1), _sub(starts, 0, n)],

@@ -1,0 +1,158 @@
+"""Launch records for namespace functions: ``@recorded`` functions replay their kernels.
+
+The first calls of a recorded function with a given key — every Array argument's dtype /
+shape / strides / device / pointer alignment class, every other argument by value (and the
+index-checking setting) — run the full path under a tracer (``baracuda_dsl.runtime.trace``).
+Once two traces agree, later calls with the same key and operand overlap pattern skip
+validation, promotion, plan selection and geometry: they allocate the outputs, re-issue the
+recorded launches with the new pointers and wrap the results.  A call is recorded only when its
+results are Arrays (or a tuple of them, or None) made from the call's own allocations or views
+of its operands, every other allocation died inside the call, and the tracer saw only launches,
+allocations and memsets (no host copy, sync or raw allocation): everything else takes the full
+path every time.  ``baracuda_dsl.runtime.trace.set_recording(False)`` turns records off.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from baracuda_dsl.runtime import trace
+from baracuda_dsl.runtime.stream import AMBIENT
+from baracuda_dsl.runtime.trace import ENABLED, REFUSED, STATE
+
+from . import _device as _dev
+from ._array_object import Array
+from ._device import Device
+from ._plans import INDEX_CHECKING
+
+_DEVICES: dict = {}
+
+
+def _array_layout(x: Array):
+    return (x._dtype, x._shape, x._strides, x._ptr & 255, x._device.ordinal), x._ptr
+
+
+trace.register_layout(Array, _array_layout)
+
+
+def _allocate(nbytes: int, ordinal: int):
+    dev = _DEVICES.get(ordinal)
+    if dev is None:
+        dev = _DEVICES[ordinal] = Device(ordinal)
+    return _dev.allocate(nbytes, dev)
+
+
+def _output_spec(out, rec: trace.Record, tracer: trace.Tracer, objs, ptrs):
+    """How to rebuild ``out`` from a replay's allocations and operands, or None."""
+    if out is None:
+        return ("none",)
+    if type(out) is tuple:
+        parts = [_output_spec(o, rec, tracer, objs, ptrs) for o in out]
+        return None if any(p is None for p in parts) else ("tuple", tuple(parts))
+    if type(out) is not Array:
+        return None
+    for k, o in enumerate(objs):
+        if o is out:
+            return ("operand", k)
+    meta = (out._shape, out._strides, out._dtype, out._device)
+    p = out._ptr
+    allocs = rec.trace_allocs
+    for j in range(len(allocs) - 1, -1, -1):
+        a, size = allocs[j]
+        if a <= p < a + size or (p == a and size == 0):
+            if getattr(out._owner, "ptr", None) != a:
+                return None
+            return ("alloc", j, p - a) + meta
+    for k, o in enumerate(objs):
+        if type(o) is Array and o._owner is out._owner and ptrs[k] is not None:
+            return ("view", k, p - ptrs[k]) + meta
+    return None
+
+
+def _alloc_indices(spec, acc: set) -> None:
+    if spec[0] == "alloc":
+        acc.add(spec[1])
+    elif spec[0] == "tuple":
+        for s in spec[1]:
+            _alloc_indices(s, acc)
+
+
+def _rebuild(spec, allocs, objs):
+    tag = spec[0]
+    if tag == "alloc":
+        _, j, off, shape, strides, dtype, device = spec
+        ptr, block = allocs[j]
+        return Array._trusted(ptr + off, shape, strides, dtype, device, block)
+    if tag == "operand":
+        return objs[spec[1]]
+    if tag == "view":
+        _, k, off, shape, strides, dtype, device = spec
+        o = objs[k]
+        return Array._trusted(o._ptr + off, shape, strides, dtype, device, o._owner)
+    if tag == "tuple":
+        return tuple(_rebuild(s, allocs, objs) for s in spec[1])
+    return None
+
+
+def _finish(tracer: trace.Tracer, out, ptrs, objs):
+    """The confirmed-or-not Record of a traced call that returned ``out``, or None."""
+    rec = trace.record_of(tracer, ptrs, objs)
+    if rec is None:
+        return None
+    spec = _output_spec(out, rec, tracer, objs, ptrs)
+    if spec is None:
+        tracer.why = "a result that is not an array made by the call or a view of an operand"
+        return None
+    used: set = set()
+    _alloc_indices(spec, used)
+    results = {a for j, (a, _s) in enumerate(rec.trace_allocs) if j in used}
+    for ptr, ref in tracer.owners:
+        if ptr not in results and ref() is not None:
+            tracer.why = "an allocation outlived the call without being a result"
+            return None
+    rec.outputs = spec
+    rec.sig = rec.sig + (spec,)
+    return rec
+
+
+def recorded(fn):
+    """Give ``fn`` (a namespace function) launch records (see the module docstring)."""
+    table = trace.RecordTable(1024)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if STATE.tracer is not None or not ENABLED[0]:
+            return fn(*args, **kwargs)
+        parts = [AMBIENT.arena is None, INDEX_CHECKING[0]]
+        ptrs, objs = [], []
+        for v in args:                   # the common arguments inline, the rest by call_key
+            t = type(v)
+            if t is Array:
+                p = v._ptr
+                parts.append((v._dtype, v._shape, v._strides, p & 255, v._device.ordinal))
+                ptrs.append(p)
+                objs.append(v)
+            elif t is str:
+                parts.append(v)
+            elif not trace.call_key((v,), parts, ptrs, objs):
+                return fn(*args, **kwargs)
+        if kwargs:
+            parts.append("kw")
+            if not trace.call_key([(k, kwargs[k]) for k in sorted(kwargs)], parts, ptrs, objs):
+                return fn(*args, **kwargs)
+        key = tuple(parts)
+        rec = table.get(key)
+        if rec is REFUSED:
+            return fn(*args, **kwargs)
+        if rec is not None and rec.confirmed:
+            if trace.overlap_pattern(ptrs, rec.spans) == rec.pattern:
+                allocs = rec.replay(ptrs, AMBIENT.handle, _allocate)
+                return _rebuild(rec.outputs, allocs, objs)
+            return fn(*args, **kwargs)
+        with trace.Tracer() as tr:
+            out = fn(*args, **kwargs)
+        trace.settle(table, key, rec, _finish(tr, out, ptrs, objs), tr.why)
+        return out
+
+    wrapper.records = table
+    return wrapper
