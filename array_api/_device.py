@@ -274,9 +274,15 @@ def dtoh(host: np.ndarray, ptr: int) -> None:
     """Copy device bytes into a C-contiguous host array (waits for the namespace's current
     stream and the legacy default stream); UnsupportedError during a CUDA graph capture (the
     captured work has not run: the bytes would be stale)."""
+    refuse("a device-to-host copy")
+    read_back(host, ptr)
+
+
+def read_back(host: np.ndarray, ptr: int) -> None:
+    """:func:`dtoh` without telling the launch tracer (for a readback a launch record replays
+    itself: the index check's status word)."""
     from cuda.bindings import driver
 
-    refuse("a device-to-host copy")
     if _STREAMS.arena is not None:
         raise UnsupportedError("reading device data on the host (to_numpy, float(x), an index "
                                "check, a data-dependent shape) is not possible during a CUDA "

@@ -60,6 +60,16 @@ class __array_namespace_info__:
         """``{name: dtype}`` of the dtypes of ``kind`` (None = all; a kind name such as
         ``'real floating'``, a dtype, or a tuple of those, as ``isdtype``)."""
         _check_device(device)
-        if kind is None:
-            return {d.name: d for d in _DTYPES}
-        return {d.name: d for d in _DTYPES if _dt.isdtype(d, kind)}
+        try:
+            hit = _BY_KIND.get(kind)
+        except TypeError:            # an unhashable kind: isdtype raises the standard's error
+            hit = None
+        if hit is None:
+            hit = {d.name: d for d in _DTYPES if kind is None or _dt.isdtype(d, kind)}
+            if len(_BY_KIND) < 256:
+                _BY_KIND[kind] = hit
+        return dict(hit)            # a fresh dict: callers may change theirs
+
+
+#: dtypes() by kind (array-API consumers ask for the same kinds again and again)
+_BY_KIND: dict = {}

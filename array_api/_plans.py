@@ -19,9 +19,11 @@ import functools
 import numpy as np
 
 from baracuda_dsl.runtime.stream import AMBIENT
+from baracuda_dsl.runtime.trace import STATE
 from baracuda_dsl.vocabulary import Workspace
 
 from . import _copy
+from . import _device as _dev
 from . import _dispatch
 from . import _dtypes as _dt
 from ._array_object import Array
@@ -100,10 +102,21 @@ def status_word(device):
 
 
 def raise_if_bad(status, what: str) -> None:
-    """IndexError when a kernel flagged an out-of-range index in ``status``."""
+    """IndexError when a kernel flagged an out-of-range index in ``status`` (a traced call
+    records the check, so its replays read the word back too)."""
     if status is None:
         return
-    if int(np.asarray(status.to_numpy()).reshape(-1)[0]):
+    t = STATE.tracer
+    if t is not None:
+        t.check(check_status_word, status._ptr, what)
+    check_status_word(status._ptr, what)
+
+
+def check_status_word(ptr: int, what: str) -> None:
+    """Read the int32 status word at ``ptr`` (waits for the stream); IndexError when set."""
+    word = np.zeros(1, np.int32)
+    _dev.read_back(word, ptr)
+    if int(word[0]):
         raise IndexError(f"{what}: an index is out of range (valid: -n <= i < n for an axis of "
                          f"size n)")
 

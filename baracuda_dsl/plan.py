@@ -110,7 +110,8 @@ class Plan:
         key = tuple(parts)
         table = self.__dict__.get("_launch_records")
         if table is None:
-            table = self.__dict__.setdefault("_launch_records", trace.RecordTable(256))
+            table = self.__dict__.setdefault("_launch_records",
+                                             trace.RecordTable(256, type(self).__name__))
         rec = table.get(key)
         if rec is trace.REFUSED:
             return False

@@ -106,6 +106,11 @@ class Tracer:
         if owner is not None:
             self.owners.append((ptr, weakref.ref(owner)))
 
+    def check(self, fn, ptr: int, what: str) -> None:
+        """A host check ``fn(ptr, what)`` of a device word (it reads the word back and raises);
+        a replay runs it again after the launches before it."""
+        self.events.append(("check", ptr, what, fn))
+
     def memset(self, fn, width: int, ptr: int, value: int, count: int, stream) -> None:
         """A memset that ``fn(width, ptr, value, count, stream)`` replays."""
         self.events.append(("memset", width, ptr, value, count, stream, fn))
@@ -153,7 +158,8 @@ def overlap_pattern(ptrs: Sequence[int], spans: Sequence[Tuple[int, int]]) -> tu
 
 
 # ------------------------------------------------------------------------------- records
-_LAUNCH, _ALLOC, _MEMSET = 0, 1, 2
+#: the kinds of a Record step
+LAUNCH, ALLOC, MEMSET, CHECK = 0, 1, 2, 3
 
 
 class NotRecordable(Exception):
@@ -162,7 +168,9 @@ class NotRecordable(Exception):
 
 def _source(v: int, ptrs, spans, allocs) -> tuple:
     """Where pointer value ``v`` comes from: (0, operand k, offset) or (1, allocation j,
-    offset); the latest live allocation wins, operands are searched in order."""
+    offset); the latest allocation holding it wins, then an operand's own pointer, then the
+    operand whose bytes hold it (or end at it), then one past an allocation's end (a pointer to
+    an empty tail region, e.g. an unused index slot)."""
     if v == 0:
         return (2, 0, 0)
     for j in range(len(allocs) - 1, -1, -1):
@@ -182,14 +190,22 @@ def _source(v: int, ptrs, spans, allocs) -> tuple:
             elif p != ptrs[hit[1]]:
                 raise NotRecordable("a pointer inside two operands")
     if hit is None:
-        raise NotRecordable(f"a pointer {v:#x} outside every operand and allocation")
+        for j in range(len(allocs) - 1, -1, -1):      # one past the end (an unused tail slot)
+            p, size = allocs[j]
+            if v == p + size:
+                return (1, j, size)
+    if hit is None:
+        where = ", ".join(f"[{p + lo:#x}, {p + hi:#x})" for p, (lo, hi) in zip(ptrs, spans)
+                          if p is not None)
+        raise NotRecordable(f"a pointer {v:#x} outside every operand ({where}) and allocation "
+                            f"({', '.join(f'[{p:#x}, +{n})' for p, n in allocs)})")
     return hit
 
 
 def build(tracer: Tracer, ptrs: Sequence[Optional[int]], spans) -> "Record":
     """The Record of a finished trace over operands at ``ptrs`` (None for non-memory slots) with
     byte ``spans``; NotRecordable when the trace cannot be replayed."""
-    from .launcher import PATCH_KIND, KernelCall, layout
+    from .launcher import KernelCall, layout
     from ..abi import Param
 
     if not tracer.ok:
@@ -202,37 +218,56 @@ def build(tracer: Tracer, ptrs: Sequence[Optional[int]], spans) -> "Record":
         if tag == "alloc":
             _, nbytes, ordinal, p, size = ev
             allocs.append((p, size))
-            steps.append((_ALLOC, nbytes, ordinal))
+            steps.append((ALLOC, nbytes, ordinal))
             sig.append(("alloc", nbytes, ordinal))
+        elif tag == "check":
+            _, p, what, fn = ev
+            src = _source(p, ptrs, spans, allocs)
+            steps.append((CHECK, src, what, fn))
+            sig.append(("check", src, what))
         elif tag == "memset":
             _, width, p, value, count, _stream, fn = ev
             src = _source(p, ptrs, spans, allocs)
-            steps.append((_MEMSET, width, src, value, count, fn))
+            steps.append((MEMSET, width, src, value, count, fn))
             sig.append(("memset", width, src, value, count))
         else:
             _, kernel, grid, values, _stream = ev
             params = kernel.artifact.meta["params"]
             offs, _pack = layout(tuple(Param(n, k) for n, k in params))
             patches, srcs, fixed = [], [], list(values)
-            for i, ((_name, kind), v) in enumerate(zip(params, values)):
-                if kind == "tmap":
-                    hit = tracer.tmaps.get(bytes(v))
-                    if hit is None:
-                        raise NotRecordable("a TMA descriptor of unknown address")
-                    off, address = hit
-                    src = _source(address, ptrs, spans, allocs)
-                    patches.append((offs[i] + off, "Q"))
+            for i, ((name, kind), v) in enumerate(zip(params, values)):
+                try:
+                    hit = _patch_of(kind, v, tracer, ptrs, spans, allocs)
+                except NotRecordable as e:
+                    raise NotRecordable(f"{kernel.artifact.meta.get('template')}.{name}: "
+                                        f"{e}") from None
+                if hit is not None:
+                    at, pkind, src, fixed[i] = hit
+                    patches.append((offs[i] + at, pkind))
                     srcs.append(src)
-                    fixed[i] = bytes(v[:off]) + bytes(8) + bytes(v[off + 8:])
-                elif kind == "ptr":
-                    src = _source(int(v), ptrs, spans, allocs)
-                    if src[0] != 2:
-                        patches.append((offs[i], PATCH_KIND[kind]))
-                        srcs.append(src)
-                        fixed[i] = 0
-            steps.append((_LAUNCH, KernelCall(kernel, grid, values, patches), tuple(srcs)))
+            steps.append((LAUNCH, KernelCall(kernel, grid, values, patches), tuple(srcs)))
             sig.append(("launch", id(kernel), grid, tuple(fixed), tuple(patches), tuple(srcs)))
     return Record(steps, tuple(sig), allocs)
+
+
+def _patch_of(kind: str, v, tracer: Tracer, ptrs, spans, allocs):
+    """(byte offset inside the parameter's slot, patch kind, source, the value with the address
+    zeroed) when parameter value ``v`` of ``kind`` holds an address a replay must rewrite, else
+    None."""
+    from .launcher import PATCH_KIND
+
+    if kind == "tmap":
+        hit = tracer.tmaps.get(bytes(v))
+        if hit is None:
+            raise NotRecordable("a TMA descriptor of unknown address")
+        off, address = hit
+        return off, "Q", _source(address, ptrs, spans, allocs), \
+            bytes(v[:off]) + bytes(8) + bytes(v[off + 8:])
+    if kind == "ptr":
+        src = _source(int(v), ptrs, spans, allocs)
+        if src[0] != 2:
+            return 0, PATCH_KIND[kind], src, 0
+    return None
 
 
 class Record:
@@ -241,7 +276,7 @@ class Record:
     allocations' trace-time (pointer, size) for attributing outputs."""
 
     __slots__ = ("steps", "sig", "trace_allocs", "outputs", "pattern", "spans", "confirmed",
-                 "extra")
+                 "extra", "fast")
 
     def __init__(self, steps, sig, trace_allocs):
         self.steps = steps
@@ -252,24 +287,28 @@ class Record:
         self.spans = ()              # the operands' byte spans (fixed by the key)
         self.confirmed = False
         self.extra = None            # the caller's own data (a plan: its workspace size)
+        self.fast = None             # the caller's compiled replay (the namespace's records)
 
     def replay(self, ptrs: Sequence[int], stream: int, allocate) -> List[Any]:
         """Run the steps for operands at ``ptrs`` on ``stream``; ``allocate(nbytes, ordinal)``
         gives (pointer, owner) for each allocation.  Returns the allocations' owners (kept
         alive by the caller's outputs)."""
         steps = self.steps
-        if len(steps) == 1 and steps[0][0] == _LAUNCH:        # a plan: one launch
+        if len(steps) == 1 and steps[0][0] == LAUNCH:        # a plan: one launch
             step = steps[0]
             step[1](stream, *[ptrs[i] + off for _k, i, off in step[2]])
             return []
         allocs: List[Tuple[int, Any]] = []
         for step in steps:
             tag = step[0]
-            if tag == _LAUNCH:
+            if tag == LAUNCH:
                 step[1](stream, *[(ptrs[i] if k == 0 else allocs[i][0]) + off
                                   for k, i, off in step[2]])
-            elif tag == _ALLOC:
+            elif tag == ALLOC:
                 allocs.append(allocate(step[1], step[2]))
+            elif tag == CHECK:
+                _, (k, i, off), what, fn = step
+                fn((ptrs[i] if k == 0 else allocs[i][0]) + off, what)
             else:
                 _, width, (k, i, off), value, count, fn = step
                 fn(width, 0 if k == 2 else (ptrs[i] if k == 0 else allocs[i][0]) + off, value,
@@ -301,9 +340,10 @@ class RecordTable:
     """Records of one entry point: key -> Record (confirmed or waiting for confirmation) or
     :data:`REFUSED`.  Bounded (oldest entries dropped past ``limit``)."""
 
-    __slots__ = ("table", "limit", "lock", "why", "__weakref__")
+    __slots__ = ("table", "limit", "lock", "why", "name", "__weakref__")
 
-    def __init__(self, limit: int = 1024):
+    def __init__(self, limit: int = 1024, name: str = ""):
+        self.name = name
         self.table: dict = {}
         #: key -> why its calls are not recorded (``explain``)
         self.why: dict = {}

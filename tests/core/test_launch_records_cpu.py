@@ -189,3 +189,18 @@ def test_kernel_call_patches_in_any_order(monkeypatch):
     call = launcher.KernelCall(k, (3, 1, 1), [7, 0, 2.5, 0], [(offs[3], "Q"), (offs[1], "Q")])
     call(5, 0xAAA0, 0xBBB0)
     assert log[-1] == ("replay", (3, 1, 1), [7, 0xBBB0, 2.5, 0xAAA0], 5)
+
+
+def test_pointer_sources():
+    spans = [(0, 400), (0, 400)]
+    ptrs = [0x1000, 0x2000]
+    allocs = [(0x9000, 512)]
+    src = trace._source
+    assert src(0x1000, ptrs, spans, allocs) == (0, 0, 0)
+    assert src(0x2010, ptrs, spans, allocs) == (0, 1, 0x10)
+    assert src(0x1000 + 400, ptrs, spans, allocs) == (0, 0, 400)        # an operand's end
+    assert src(0x9100, ptrs, spans, allocs) == (1, 0, 0x100)
+    assert src(0x9000 + 512, ptrs, spans, allocs) == (1, 0, 512)        # past an allocation
+    assert src(0, ptrs, spans, allocs)[0] == 2
+    with pytest.raises(trace.NotRecordable):
+        src(0x5000, ptrs, spans, allocs)
