@@ -2,10 +2,11 @@
 
 A call that takes the full path (validation, promotion, plan selection, geometry) runs under a
 :class:`Tracer` that sees every device-side effect of the library: kernel launches
-(``LoadedKernel.launch``), the namespace's stream-ordered allocations and memsets.  Anything else
-(a host copy, a sync, a raw allocation, a TMA descriptor) makes the call not recordable.  From
-the trace a :class:`Record` is built: per launch a pre-packed :class:`~.launcher.KernelCall`
-whose pointer parameters are re-derived on each call from the operands (operand ``k`` +
+(``LoadedKernel.launch``), the namespace's stream-ordered allocations, memsets and index-check
+readbacks (CHECK steps).  Anything else (a host copy, a sync, a raw allocation, a TMA descriptor
+the driver re-encodes per call) makes the call not recordable.  From the trace a :class:`Record`
+is built: per launch a pre-packed :class:`~.launcher.KernelCall` whose pointer parameters (and
+TMA descriptors' base addresses) are re-derived on each call from the operands (operand ``k`` +
 offset, allocation ``j`` + offset); everything else is fixed.
 
 Records are keyed by what decides the full path's control flow and checks: the function, every
@@ -19,7 +20,8 @@ other arguments by value.  Two more rules keep a replay from ever differing from
 * **confirmation**: a record is used only after a second full-path call with the same key
   produced the identical trace (same kernels, grids, fixed values, pointer sources); a mismatch
   (a value that depends on something outside the key: a seed, a counter) marks the key as not
-  recordable for good.
+  recordable for good, as do two traced calls in a row that cannot be recorded (the first one
+  alone may be a first call's one-time work: loading a kernel).
 
 Only entry points that opt in record (the namespace's elementwise / reduction / matmul / ...
 functions, and Plans with ``recordable = True``); a traced call inside another traced call runs
@@ -31,6 +33,7 @@ from __future__ import annotations
 import threading
 import weakref
 from typing import Any, List, Optional, Sequence, Tuple
+
 
 class _State(threading.local):
     tracer = None          # the Tracer of the call being traced on this thread
@@ -367,9 +370,18 @@ class RecordTable:
             self.table.clear()
             self.why.clear()
 
+    def note(self, key, why: str) -> None:
+        """Remember why ``key`` was not recorded (bounded like the table)."""
+        with self.lock:
+            if len(self.why) >= self.limit and key not in self.why:
+                self.why.clear()
+            self.why[key] = why
+
     def explain(self) -> list:
-        """(key, reason) of every refused key: why those calls take the full path."""
-        return list(self.why.items())
+        """(key, reason) of every refused key (why those calls take the full path), and of
+        keys whose first traced call could not be recorded and that have not recorded since."""
+        return [(k, w) for k, w in list(self.why.items())
+                if self.table.get(k) is REFUSED or k not in self.table]
 
 
 _TABLES: "weakref.WeakSet[RecordTable]" = weakref.WeakSet()
@@ -387,17 +399,23 @@ REFUSED = object()
 
 def settle(table: RecordTable, key, old, new: Optional[Record], why: Optional[str] = None) -> None:
     """After a traced full-path call: store the new record (``old`` None), confirm it (``old``
-    traced the same), or refuse the key (not recordable: ``why``; or the two traces differ)."""
+    traced the same), or refuse the key (not recordable twice in a row: ``why``; or the two
+    traces differ)."""
     if new is None:
+        if old is None and key not in table.why:
+            # a first call may do one-time work that keeps things alive or reads the device
+            # (loading a kernel, a probe): refuse only when the next call cannot record either
+            table.note(key, why or "not recordable")
+            return
         table.put(key, REFUSED)
-        table.why[key] = why or "not recordable"
+        table.note(key, why or "not recordable")
     elif old is None:
         table.put(key, new)
     elif old.sig == new.sig and old.pattern == new.pattern:
         old.confirmed = True
     else:
         table.put(key, REFUSED)
-        table.why[key] = "two traces of the same key differ (a value outside the key)"
+        table.note(key, "two traces of the same key differ (a value outside the key)")
 
 
 # ------------------------------------------------------------------------------- call keys

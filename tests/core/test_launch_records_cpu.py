@@ -204,3 +204,22 @@ def test_pointer_sources():
     assert src(0, ptrs, spans, allocs)[0] == 2
     with pytest.raises(trace.NotRecordable):
         src(0x5000, ptrs, spans, allocs)
+
+
+def test_a_first_call_that_cannot_record_gets_one_more_try(plan, monkeypatch):
+    """One-time work of a first call (loading a kernel, a probe) must not refuse a key for good;
+    two unrecordable calls in a row do."""
+    orig = ShiftPlan._launch
+    calls = []
+
+    def first_time_only(self, bound, stream, ws):
+        calls.append(1)
+        if len(calls) == 1:
+            trace.refuse("one-time work")
+        orig(self, bound, stream, ws)
+
+    monkeypatch.setattr(ShiftPlan, "_launch", first_time_only)
+    p = ShiftPlan.select(ShiftDesc(1000), PlanPreference(arch=ArchSku.SM90A))
+    kinds = [_run(p, 0x10000 * (k + 1), 0x90000)[0] for k in range(4)]
+    assert kinds == ["full", "full", "full", "replay"]
+    assert p._launch_records.explain() == []
