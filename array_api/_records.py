@@ -8,8 +8,10 @@ validation, promotion, plan selection and geometry: they allocate the outputs, r
 recorded launches with the new pointers and wrap the results.  A call is recorded only when its
 results are Arrays (or a tuple of them, or None) made from the call's own allocations or views
 of its operands, every other allocation died inside the call, and the tracer saw only launches,
-allocations and memsets (no host copy, sync or raw allocation): everything else takes the full
-path every time.  ``baracuda_dsl.runtime.trace.set_recording(False)`` turns records off.
+allocations, memsets and index-check readbacks (no other host copy, no sync or raw allocation):
+everything else takes the full path every time.  Each recorded function has a ``records``
+table (``xp.sum.records.explain()``); ``baracuda_dsl.runtime.trace.set_recording(False)`` turns
+records off.
 """
 
 from __future__ import annotations
@@ -101,9 +103,10 @@ def _finish(tracer: trace.Tracer, out, ptrs, objs):
 
 
 def _compile(rec: trace.Record):
-    """A Python function ``fast(ptrs, objs, stream)`` doing exactly ``rec.replay`` plus
-    ``_rebuild`` for this record, written out step by step (one frame, constants bound): the
-    replay of a namespace call costs a few attribute loads instead of a generic loop."""
+    """A Python function ``fast(ptrs, objs, stream)`` doing exactly ``rec.replay`` plus the
+    rebuilding of the results (``rec.outputs``) for this record, written out step by step (one
+    frame, constants bound): the replay of a namespace call costs a few attribute loads instead
+    of a generic loop."""
     ns = {"alloc": _dev.allocate, "T": Array._trusted}
     body = []
 
