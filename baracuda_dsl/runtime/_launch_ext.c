@@ -59,6 +59,10 @@ static int Call_init(PyObject *o, PyObject *args, PyObject *kw) {
     PyObject *tmpl, *poffs, *patches;
     const char *kinds;
     Py_ssize_t nkinds;
+    if (kw && PyDict_Size(kw)) {
+        PyErr_SetString(PyExc_TypeError, "Call takes no keyword arguments");
+        return -1;
+    }
     if (!PyArg_ParseTuple(args, "K(III)IISOOs#", &func, &gx, &gy, &gz, &block, &smem, &tmpl,
                           &poffs, &patches, &kinds, &nkinds))
         return -1;
@@ -161,7 +165,7 @@ static PyType_Spec Call_spec = {
 static struct PyModuleDef moddef = {
     PyModuleDef_HEAD_INIT, "_launch_ext",
     "Compiled cache-hit kernel launches (optional; the pure-Python path is the fallback).", -1,
-    NULL,
+    NULL, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__launch_ext(void) {
