@@ -158,31 +158,29 @@ def allocate(nbytes: int, device: Device):
     CUDA graph capture on this thread: a block of the graph's own memory)."""
     arena = _STREAMS.arena
     if arena is not None:
-        block = arena.allocate(int(nbytes), device.ordinal, size_class(int(nbytes)), _Block)
-        t = _TRACE.tracer
-        if t is not None:
-            t.alloc(nbytes, device.ordinal, block.ptr, block.key[1], block)
-        return block.ptr, block
-    size = _CLASSES.get(nbytes)
-    if size is None:
         size = size_class(int(nbytes))
-        if len(_CLASSES) < 4096:
-            _CLASSES[nbytes] = size
-    key = (device.ordinal, size, _STREAMS.handle)
-    buf = None
-    free = _FREE.get(key)
-    if free:
-        try:
-            buf = free.pop()
-            _CACHED[0] -= size
-        except IndexError:       # another thread took the last one
-            buf = None
-    if buf is None:
-        buf = allocate_pool(key[1], current_stream(), device.ordinal)
-    block = _Block(buf, key)
+        block = arena.allocate(int(nbytes), device.ordinal, size, _Block)
+    else:
+        size = _CLASSES.get(nbytes)
+        if size is None:
+            size = size_class(int(nbytes))
+            if len(_CLASSES) < 4096:
+                _CLASSES[nbytes] = size
+        key = (device.ordinal, size, _STREAMS.handle)
+        buf = None
+        free = _FREE.get(key)
+        if free:
+            try:
+                buf = free.pop()
+                _CACHED[0] -= size
+            except IndexError:       # another thread took the last one
+                buf = None
+        if buf is None:
+            buf = allocate_pool(size, current_stream(), device.ordinal)
+        block = _Block(buf, key)
     t = _TRACE.tracer
     if t is not None:
-        t.alloc(nbytes, device.ordinal, block.ptr, key[1], block)
+        t.alloc(nbytes, device.ordinal, block.ptr, size, block)
     return block.ptr, block
 
 

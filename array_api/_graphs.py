@@ -31,15 +31,9 @@ from typing import Dict, List
 
 from baracuda_dsl.errors import DriverError, InvalidProblemError
 from baracuda_dsl.runtime.device import bind_thread, current_device_ordinal
-from baracuda_dsl.runtime.stream import AMBIENT, current_stream as _current, use_stream
+from baracuda_dsl.runtime.stream import AMBIENT, current_stream, use_stream
 
 __all__ = ["CUDAGraph", "current_stream", "use_stream"]
-
-
-def current_stream() -> int:
-    """The raw CUstream handle the namespace's ops use on this thread (0: the legacy default
-    stream)."""
-    return _current()
 
 
 class _DeviceBuffer:

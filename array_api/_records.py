@@ -37,12 +37,12 @@ def _array_layout(x: Array):
 trace.register_layout(Array, _array_layout)
 
 
-def _output_spec(out, rec: trace.Record, tracer: trace.Tracer, objs, ptrs):
+def _output_spec(out, rec: trace.Record, objs, ptrs):
     """How to rebuild ``out`` from a replay's allocations and operands, or None."""
     if out is None:
         return ("none",)
     if type(out) is tuple:
-        parts = [_output_spec(o, rec, tracer, objs, ptrs) for o in out]
+        parts = [_output_spec(o, rec, objs, ptrs) for o in out]
         return None if any(p is None for p in parts) else ("tuple", tuple(parts))
     if type(out) is not Array:
         return None
@@ -54,7 +54,7 @@ def _output_spec(out, rec: trace.Record, tracer: trace.Tracer, objs, ptrs):
     allocs = rec.trace_allocs
     for j in range(len(allocs) - 1, -1, -1):
         a, size = allocs[j]
-        if a <= p < a + size or (p == a and size == 0):
+        if a <= p < a + size:
             if getattr(out._owner, "ptr", None) != a:
                 return None
             return ("alloc", j, p - a) + meta
@@ -77,7 +77,7 @@ def _finish(tracer: trace.Tracer, out, ptrs, objs):
     rec = trace.record_of(tracer, ptrs, objs)
     if rec is None:
         return None
-    spec = _output_spec(out, rec, tracer, objs, ptrs)
+    spec = _output_spec(out, rec, objs, ptrs)
     if spec is None:
         tracer.why = "a result that is not an array made by the call or a view of an operand"
         return None

@@ -111,13 +111,9 @@ class _FakeKernel:
 @pytest.fixture
 def launches(monkeypatch):
     """Every ``Plan._kernel`` returns a recording stand-in: the list of launches (CPU tests of
-    the exact launch arguments).  Launch records are off meanwhile: a stand-in's launches are
-    invisible to the tracer, so a replay would skip them."""
+    the exact launch arguments; the CPU tests' autouse fixture has turned launch records off)."""
     from baracuda_dsl.plan import Plan
-    from baracuda_dsl.runtime import trace
 
-    old = trace.set_recording(False)
     log = []
     monkeypatch.setattr(Plan, "_kernel", lambda self, t, kn, dev: _FakeKernel(log, t, kn))
-    yield log
-    trace.set_recording(old)
+    return log

@@ -50,6 +50,19 @@ static void Call_dealloc(PyObject *o) {
     Py_DECREF(tp);
 }
 
+/* offsets[i] = int(tup[i]) for i < n, each a valid 8-byte slot of a ``size``-byte buffer */
+static int read_offsets(PyObject *tup, uint32_t *offsets, Py_ssize_t n, Py_ssize_t size) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long v = PyLong_AsLong(PyTuple_GetItem(tup, i));
+        if (v < 0 || v + 8 > size) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "Call: bad offset");
+            return -1;
+        }
+        offsets[i] = (uint32_t)v;
+    }
+    return 0;
+}
+
 /* Call(func, grid(3-tuple), block, smem, template(bytes), param_offsets(tuple),
  *      patch_offsets(tuple), patch_kinds(str)) */
 static int Call_init(PyObject *o, PyObject *args, PyObject *kw) {
@@ -89,23 +102,10 @@ static int Call_init(PyObject *o, PyObject *args, PyObject *kw) {
         return -1;
     }
     memcpy(self->tmpl, PyBytes_AsString(tmpl), size);
-    for (Py_ssize_t i = 0; i < np; i++) {
-        long v = PyLong_AsLong(PyTuple_GetItem(poffs, i));
-        if (v < 0 || v + 8 > size) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "Call: bad offset");
-            return -1;
-        }
-        self->param_off[i] = (uint32_t)v;
-    }
-    for (Py_ssize_t i = 0; i < npatch; i++) {
-        long v = PyLong_AsLong(PyTuple_GetItem(patches, i));
-        if (v < 0 || v + 8 > size) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "Call: bad patch offset");
-            return -1;
-        }
-        self->patch_off[i] = (uint32_t)v;
-        self->patch_kind[i] = kinds[i];
-    }
+    if (read_offsets(poffs, self->param_off, np, size) < 0 ||
+        read_offsets(patches, self->patch_off, npatch, size) < 0)
+        return -1;
+    memcpy(self->patch_kind, kinds, npatch);
     return 0;
 }
 

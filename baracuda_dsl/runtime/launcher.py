@@ -84,13 +84,13 @@ class KernelCall:
     each call: ``call(stream, *patch_values)``.  :func:`layout` gives the slot offsets (a TMA
     descriptor's base address is a ``Q`` patch inside its 128-byte slot)."""
 
-    __slots__ = ("kernel", "grid", "values", "patches", "_ordinal", "_impl", "_local", "_tmpl",
+    __slots__ = ("kernel", "grid", "patches", "_ordinal", "_impl", "_local", "_tmpl",
                  "_patch_fmt", "_handle", "_threads", "_smem")
 
     def __init__(self, kernel, grid: Tuple[int, int, int], values: Sequence,
                  patches: Sequence[Tuple[int, str]]):
         abi = tuple(Param(n, k) for n, k in kernel.artifact.meta["params"])
-        self.kernel, self.grid, self.values = kernel, tuple(grid), list(values)
+        self.kernel, self.grid = kernel, tuple(grid)
         self.patches = tuple(patches)
         self._ordinal = kernel.ordinal
         offs, pack = layout(abi)

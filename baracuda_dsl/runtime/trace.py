@@ -34,6 +34,9 @@ import threading
 import weakref
 from typing import Any, List, Optional, Sequence, Tuple
 
+from ..tensor import TensorView, as_view
+from ..vocabulary import Workspace
+
 
 class _State(threading.local):
     tracer = None          # the Tracer of the call being traced on this thread
@@ -456,9 +459,7 @@ def scalar_key(v):
     return None
 
 
-#: torch tensor classes seen so far (keyed inline by call_key); argument types that are never
-#: operands (skip the operand probe)
-_TORCH_TENSORS: set = set()
+#: argument types that are never operands (call_key skips the operand probe)
 _PLAIN = frozenset({bool, int, float, complex, str, type(None), list, tuple})
 
 
@@ -474,8 +475,7 @@ def operand_layout(obj):
         return fn(obj)
     mod = type(obj).__module__
     if mod.startswith("torch") and hasattr(obj, "data_ptr"):
-        LAYOUTS[type(obj)] = _torch_layout
-        _TORCH_TENSORS.add(type(obj))
+        LAYOUTS[type(obj)] = _torch_layout          # torch tensor classes: on first sight
         return _torch_layout(obj)
     return None
 
@@ -495,12 +495,6 @@ def call_key(values, parts: list, ptrs: list, objs: list) -> bool:
     ``objs``; False when some value cannot be keyed."""
     for v in values:
         t = type(v)
-        if t in _TORCH_TENSORS:                   # inline: the common Plan operand
-            p = v.data_ptr()
-            parts.append((v.dtype, v.shape, v.stride(), p & 255, v.get_device()))
-            ptrs.append(p)
-            objs.append(v)
-            continue
         fn = LAYOUTS.get(t)
         lay = fn(v) if fn is not None else (None if t in _PLAIN else operand_layout(v))
         if lay is not None:
@@ -523,10 +517,6 @@ def call_key(values, parts: list, ptrs: list, objs: list) -> bool:
 
 def operand_spans(objs) -> list:
     """Byte spans of the operands (traced calls only: goes through ``as_view``)."""
-    from ..tensor import as_view
-
-    from ..vocabulary import Workspace
-
     out = []
     for o in objs:
         if isinstance(o, Workspace):
@@ -537,10 +527,4 @@ def operand_spans(objs) -> list:
     return out
 
 
-def _late_register() -> None:
-    from ..tensor import TensorView
-
-    LAYOUTS[TensorView] = _view_layout
-
-
-_late_register()
+LAYOUTS[TensorView] = _view_layout
