@@ -82,6 +82,9 @@ from ._elementwise_extensions import (addcdiv, addcmul, digamma, elu, erf, erfc,
                                       silu, softplus, softshrink, softsign, swiglu, tanhshrink,
                                       threshold)
 from ._elementwise_extensions import __all__ as _elementwise_extension_names
+from ._attention_extensions import (flash_attention, flash_attention_backward, rope,
+                                    rope_backward, rope_cos_sin,
+                                    scaled_dot_product_attention)
 from ._gemm_extensions import linear
 from ._histogram_extensions import bincount, histc, histogram
 from ._indexing_extensions import gather, index_select, one_hot, scatter, scatter_add
@@ -139,5 +142,7 @@ __all__ += ["concat", "stack", "unstack", "moveaxis", "roll", "take", "take_alon
             "scatter", "scatter_add", "index_add", "one_hot", "embedding", "embedding_bag",
             "segment_sum", "segment_mean", "segment_max", "segment_min", "segment_prod"]
 __all__ += ["random", "losses", "dropout", "gumbel_softmax", "softmax", "log_softmax", "sparsemax"]
+__all__ += ["flash_attention", "flash_attention_backward", "scaled_dot_product_attention",
+            "rope", "rope_backward", "rope_cos_sin"]
 __all__ += ["matmul", "tensordot", "vecdot", "linear", "linalg"]
 __all__ += ["empty_cache", "CUDAGraph", "current_stream", "use_stream"]

@@ -1,0 +1,217 @@
+"""Device helpers the flash-attention backward kernels share (``flash_bwd_dkdv``,
+``flash_bwd_dq``): visible tile ranges, predicated tile loads, the per-row statistics (lse,
+delta) and the recomputation of P and dS from the scores.
+
+Conventions are the forward's (``flash_fwd.py``): scores in base-2 units
+t = scale·log2 e·q·k (softcap c: c·log2 e·tanh(scale·q·k / c)), minus slope·log2 e·|i + off − j|
+(ALiBi), −∞ outside  i + off − left <= j <= i + off + right  (a negative bound is open) and past
+the key sequence.
+"""
+
+# no ``from __future__ import annotations``: the DSL reads annotations as types
+
+import math
+from types import SimpleNamespace
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Boolean, Float32, Int32, Int64
+
+from ..specs.flash import ALIBI, BOTTOM_RIGHT, SOFTCAP
+from .flash_fwd import atom_width
+
+LOG2E = math.log2(math.e)
+
+
+def staged_tile(rows: int, d: int, stages: int):
+    """(rows, d, stages) shared-memory layout: ``stages`` copies of the forward's swizzled
+    ``smem_tile(rows, d)`` one after the other (inside a kernel trace)."""
+    kb = atom_width(d)
+    atom = cute.make_composed_layout(cute.make_swizzle(3 if kb == 64 else 2, 3, 3), 0,
+                                     cute.make_layout((8, kb), stride=(kb, 1)))
+    return cute.tile_to_shape(atom, (rows, d, stages), (0, 1, 2))
+
+
+@cute.jit
+def key_tile_range(m0: Int32, row_hi: Int32, nk: Int32, off: Int32, left: Int32, right: Int32,
+                   bn: cutlass.Constexpr):
+    """[n_start, n_end): the key tiles (bn rows) that query rows m0 … row_hi can see."""
+    n_end = (nk + bn - 1) // bn
+    if right >= 0:
+        n_end = cutlass.min(n_end, cutlass.max(row_hi + off + right + bn, 0) // bn)
+    n_start = Int32(0)
+    if left >= 0:
+        n_start = cutlass.max(m0 + off - left, 0) // bn
+    return n_start, n_end
+
+
+@cute.jit
+def query_tile_range(c0: Int32, c_hi: Int32, nq: Int32, off: Int32, left: Int32, right: Int32,
+                     bm: cutlass.Constexpr):
+    """[m_start, m_end): the query tiles (bm rows) with a row that sees a key of c0 … c_hi
+    (row i sees key j iff j − off − right <= i <= j − off + left)."""
+    m_end = (nq + bm - 1) // bm
+    if left >= 0:
+        m_end = cutlass.min(m_end, cutlass.max(c_hi - off + left + bm, 0) // bm)
+    m_start = Int32(0)
+    if right >= 0:
+        m_start = cutlass.max(c0 - off - right, 0) // bm
+    return m_start, m_end
+
+
+@cute.jit
+def need_mask(m0: Int32, row_hi: Int32, c0: Int32, nk: Int32, off: Int32, left: Int32,
+              right: Int32, bn: cutlass.Constexpr):
+    """Whether the (query rows m0 … row_hi) × (key tile c0 … c0 + bn − 1) block has a masked
+    element: the tile crosses the key sequence's end or a window bound (uniform per CTA)."""
+    c1 = c0 + bn - 1
+    m = cute.elem_less(nk - 1, c1)
+    if right >= 0:
+        m = m | cute.elem_less(m0 + off + right, c1)
+    if left >= 0:
+        m = m | cute.elem_less(c0, row_hi + off - left)
+    return m
+
+
+@cute.jit
+def copy_rows(g2s: cute.TiledCopy, src: cute.Tensor, dst: cute.Tensor, coords: cute.Tensor,
+              n: Int32):
+    """``cp.async`` the rows of a (rows, d) tile partition whose row index is below n; zero the
+    shared-memory rows past it."""
+    for r in cutlass.range_constexpr(cute.size(dst, mode=[1])):
+        if cute.elem_less(coords[0, r, 0][0], n):
+            cute.copy(g2s, src[None, r, None], dst[None, r, None])
+        else:
+            dst[None, r, None].fill(0)
+
+
+@cute.jit
+def load_tile(g2s: cute.TiledCopy, thr, ptr: cute.Pointer, row_stride, n: Int32,
+              rows: cutlass.Constexpr, d: cutlass.Constexpr, tile: Int32, dst: cute.Tensor,
+              coords: cute.Tensor):
+    """``cp.async`` tile ``tile`` (rows × d) of the (n, d) matrix at ptr (16-byte aligned, row
+    stride a multiple of 8 elements) into the shared-memory partition dst; rows past n zeroed.
+    ``thr`` is g2s's slice of this thread, coords the partition of the tile's identity."""
+    m = cute.make_tensor(ptr.align(16), cute.make_layout((n, d), stride=(row_stride, 1)))
+    copy_rows(g2s, thr.partition_S(cute.local_tile(m, (rows, d), (tile, 0))), dst, coords, n)
+
+
+@cute.jit
+def smem_gemm(mma: cute.TiledMma, acc: cute.Tensor, cpa: cute.TiledCopy, tas: cute.Tensor,
+              tar: cute.Tensor, ra: cute.Tensor, cpb: cute.TiledCopy, tbs: cute.Tensor,
+              tbr: cute.Tensor, rb: cute.Tensor):
+    """acc += A·Bᵀ over the k blocks of shared-memory operands: ``ldmatrix`` of block k + 1
+    while block k multiplies."""
+    nkb = cute.size(tas, mode=[2])
+    cute.copy(cpa, tas[None, None, 0], tar[None, None, 0])
+    cute.copy(cpb, tbs[None, None, 0], tbr[None, None, 0])
+    for kk in cutlass.range_constexpr(nkb):
+        if cutlass.const_expr(kk + 1 < nkb):
+            cute.copy(cpa, tas[None, None, kk + 1], tar[None, None, kk + 1])
+            cute.copy(cpb, tbs[None, None, kk + 1], tbr[None, None, kk + 1])
+        cute.gemm(mma, acc, ra[None, None, kk], rb[None, None, kk], acc)
+
+
+@cute.jit
+def reg_a_gemm(mma: cute.TiledMma, acc: cute.Tensor, ra: cute.Tensor, cpb: cute.TiledCopy,
+               tbs: cute.Tensor, tbr: cute.Tensor, rb: cute.Tensor):
+    """acc += A·Bᵀ with A already in registers (an A-operand view of a converted accumulator)."""
+    nkb = cute.size(ra, mode=[2])
+    cute.copy(cpb, tbs[None, None, 0], tbr[None, None, 0])
+    for kk in cutlass.range_constexpr(nkb):
+        if cutlass.const_expr(kk + 1 < nkb):
+            cute.copy(cpb, tbs[None, None, kk + 1], tbr[None, None, kk + 1])
+        cute.gemm(mma, acc, ra[None, None, kk], rb[None, None, kk], acc)
+
+
+@cute.jit
+def score_consts(pslope: cute.Pointer, b: Int32, h: Int32, slb: Int64, slh: Int64,
+                 scale: Float32, softcap: Float32, flags: Int32):
+    """The score transform's constants for query head h of batch entry b: ALiBi slope (base 2),
+    softcap multipliers, the plain scale (base 2) and the flags as Booleans."""
+    slope2 = Float32(0.0)
+    if (flags & ALIBI) != 0:
+        sl = cute.make_tensor(pslope + (Int64(b) * slb + Int64(h) * slh), cute.make_layout(1))
+        slope2 = Float32(sl[0]) * LOG2E
+    cap_in = Float32(0.0)
+    cap_out = Float32(0.0)
+    if (flags & SOFTCAP) != 0:
+        cap_in = scale / softcap
+        cap_out = softcap * LOG2E
+    return slope2, cap_in, cap_out, scale * LOG2E
+
+
+def make_consts(slope2, cap_in, cap_out, s_mul, flags):
+    """Bundle the score constants (a namespace the traced helpers read)."""
+    return SimpleNamespace(slope2=slope2, cap_in=cap_in, cap_out=cap_out, s_mul=s_mul,
+                           use_cap=(flags & SOFTCAP) != 0, use_alibi=(flags & ALIBI) != 0)
+
+
+@cute.jit
+def diag_offset(nq: Int32, nk: Int32, flags: Int32):
+    """off = nk − nq when the masks align to the bottom-right corner, else 0."""
+    off = Int32(0)
+    if (flags & BOTTOM_RIGHT) != 0:
+        off = nk - nq
+    return off
+
+
+@cute.jit
+def load_row_stats(r_lse: cute.Tensor, r_delta: cute.Tensor, rows: cute.Tensor,
+                   plse: cute.Pointer, pdelta: cute.Pointer, base: Int64, m0: Int32, nq: Int32):
+    """Per accumulator row r (query row m0 + rows[r, 0][0]): r_lse ← lse·log2 e and
+    r_delta ← delta, read at base + row.  A row past the sequence or fully masked (lse = −∞)
+    gets r_lse = +∞ (so P = exp2(t − r_lse) = 0 for every t, −∞ included) and r_delta = 0."""
+    for r in cutlass.range_constexpr(cute.size(r_lse)):
+        row = m0 + rows[r, 0][0]
+        l2 = Float32.inf
+        dl = Float32(0.0)
+        if cute.elem_less(row, nq):
+            gl = cute.make_tensor(plse + (base + Int64(row)), cute.make_layout(1))
+            gd = cute.make_tensor(pdelta + (base + Int64(row)), cute.make_layout(1))
+            lse = gl[0]
+            dl = gd[0]
+            if lse != -Float32.inf:
+                l2 = lse * LOG2E
+        r_lse[r] = l2
+        r_delta[r] = dl
+
+
+@cute.jit
+def probs_and_grads(S: cute.Tensor, dP: cute.Tensor, coords: cute.Tensor, m0: Int32, c0: Int32,
+                    r_lse: cute.Tensor, r_delta: cute.Tensor, nk: Int32, off: Int32,
+                    left: Int32, right: Int32, masked: Boolean, sc: SimpleNamespace):
+    """In place on (rows, cols) accumulator views: S (raw q·k) ← P = exp2(t − lse·log2 e),
+    dP ← dS = P·(dP − delta) (softcap: ·(1 − tanh²)).  Element (r, c) is query row
+    m0 + coords[r, 0][0], key c0 + coords[0, c][1]; ``masked`` (uniform) applies the window and
+    key-end masks."""
+    for r in cutlass.range_constexpr(cute.size(S, mode=[0])):
+        row = m0 + coords[r, 0][0]
+        l2 = r_lse[r]
+        dl = r_delta[r]
+        lo = row + off - left
+        hi = row + off + right
+        for c in cutlass.range_constexpr(cute.size(S, mode=[1])):
+            col = c0 + coords[0, c][1]
+            t = S[r, c]
+            g = Float32(1.0)
+            if sc.use_cap:
+                th = cute.math.tanh(t * sc.cap_in, fastmath=True)
+                t = sc.cap_out * th
+                g = Float32(1.0) - th * th
+            else:
+                t = t * sc.s_mul
+            if sc.use_alibi:
+                dist = row + off - col
+                dist = cutlass.max(dist, -dist)
+                t = t - sc.slope2 * Float32(dist)
+            if masked:
+                keep = cute.elem_less(col, nk)
+                if right >= 0:
+                    keep = keep & (col <= hi)
+                if left >= 0:
+                    keep = keep & (col >= lo)
+                t = cutlass.select_(keep, t, -Float32.inf)
+            p = cute.math.exp2(t - l2, fastmath=True)
+            S[r, c] = p
+            dP[r, c] = p * (dP[r, c] - dl) * g
