@@ -32,10 +32,10 @@ from cutlass import Float32, Int32, Int64
 
 from ..specs.flash import VARLEN, FlashKnobs
 from ..specs.flash_bwd import DKDV_STAGES, DKDV_THREADS, DKDV_TILES, dkdv_smem
-from .flash_common import (copy_rows, diag_offset, load_row_stats, load_tile, make_consts,
-                           need_mask, probs_and_grads, query_tile_range, score_consts, smem_gemm,
+from .flash_common import (TYPES, atom_width, copy_rows, diag_offset, g2s_copy, load_row_stats,
+                           load_tile, make_consts, mn_view, need_mask, probs_and_grads,
+                           query_tile_range, score_consts, seq_bounds, smem_gemm, smem_tile,
                            staged_tile)
-from .flash_fwd import TYPES, atom_width, g2s_copy, mn_view, seq_bounds, smem_tile
 
 
 def warp_grid(m: int, n: int, warps: int):

@@ -27,11 +27,12 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64
 
-from ..specs.flash import VARLEN, FlashKnobs
+from ..specs.flash import FlashKnobs
 from ..specs.flash_bwd import DQ_THREADS, DQ_TILES, dq_smem
-from .flash_common import (copy_rows, diag_offset, key_tile_range, load_row_stats, make_consts,
-                           need_mask, probs_and_grads, reg_a_gemm, score_consts, smem_gemm)
-from .flash_fwd import TYPES, a_view, atom_width, g2s_copy, mn_view, seq_bounds, smem_tile
+from .flash_common import (TYPES, a_view, atom_width, batch_index, copy_rows, g2s_copy,
+                           load_row_stats, make_consts, mn_view, need_mask, probs_and_grads,
+                           query_tile_keys, reg_a_gemm, rows_view, score_consts, seq_bounds,
+                           smem_gemm, smem_tile)
 
 
 def build(knobs: FlashKnobs):
@@ -64,32 +65,17 @@ def build(knobs: FlashKnobs):
         k0, nk = seq_bounds(pcuk, b, flags, sk)
         m0 = Int32(mb) * bM
         if m0 < nq:
-            bb = Int64(b)
-            if (flags & VARLEN) != 0:
-                bb = Int64(0)
+            bb = batch_index(b, flags)
             hk = Int32(h) // ratio
-            off = diag_offset(nq, nk, flags)
             # ---- the key tiles this query tile can see (the forward's range)
-            row_hi = cutlass.min(m0 + bM, nq) - 1
-            n_start, n_end = key_tile_range(m0, row_hi, nk, off, left, right, bN)
-            n_iters = cutlass.max(n_end - n_start, 0)
-
+            off, row_hi, n_start, n_end, n_iters = query_tile_keys(m0, nq, nk, flags, left,
+                                                                   right, bM, bN)
             # ---- operand views (element strides are multiples of 8: 16-byte vectors)
-            qs8 = cute.assume(qs, divby=8)
-            ks8 = cute.assume(ks, divby=8)
-            vs8 = cute.assume(vs, divby=8)
-            gs8 = cute.assume(gs, divby=8)
-            dqs8 = cute.assume(dqs, divby=8)
-            qp = pq + (bb * qb + Int64(q0) * qs + Int64(h) * qh)
-            gp = pdo + (bb * gb + Int64(q0) * gs + Int64(h) * gh)
-            kp = pk + (bb * kb + Int64(k0) * ks + Int64(hk) * kh)
-            vp = pv + (bb * vb + Int64(k0) * vs + Int64(hk) * vh)
-            dqp = pdq + (bb * dqb + Int64(q0) * dqs + Int64(h) * dqh)
-            mQ = cute.make_tensor(qp.align(16), cute.make_layout((nq, D), stride=(qs8, 1)))
-            mdO = cute.make_tensor(gp.align(16), cute.make_layout((nq, D), stride=(gs8, 1)))
-            mK = cute.make_tensor(kp.align(16), cute.make_layout((nk, D), stride=(ks8, 1)))
-            mV = cute.make_tensor(vp.align(16), cute.make_layout((nk, D), stride=(vs8, 1)))
-            mdQ = cute.make_tensor(dqp.align(16), cute.make_layout((nq, D), stride=(dqs8, 1)))
+            mQ = rows_view(pq, bb, q0, h, qb, qs, qh, nq, D)
+            mdO = rows_view(pdo, bb, q0, h, gb, gs, gh, nq, D)
+            mK = rows_view(pk, bb, k0, hk, kb, ks, kh, nk, D)
+            mV = rows_view(pv, bb, k0, hk, vb, vs, vh, nk, D)
+            mdQ = rows_view(pdq, bb, q0, h, dqb, dqs, dqh, nq, D)
             gQ = cute.local_tile(mQ, (bM, D), (mb, 0))
             gdO = cute.local_tile(mdO, (bM, D), (mb, 0))
             gK = cute.local_tile(mK, (bN, D), (None, 0))

@@ -10,7 +10,7 @@ from cutlass import Float32, Int32, Int64
 
 from ..specs.flash import FlashKnobs
 from ..specs.flash_bwd_sm90 import POST_ROWS
-from .flash_fwd import TYPES, seq_bounds
+from .flash_common import TYPES, seq_bounds
 
 
 def build(knobs: FlashKnobs):

@@ -16,7 +16,7 @@ from cutlass import Float32, Int32, Int64
 
 from ..specs.flash import VARLEN, FlashKnobs
 from ..specs.flash_bwd import PRE_ROWS, PRE_THREADS
-from .flash_fwd import TYPES, quad_reduce, seq_bounds
+from .flash_common import TYPES, quad_reduce, seq_bounds
 
 
 def build(knobs: FlashKnobs):

@@ -32,8 +32,8 @@ from cutlass.cute.nvgpu import warpgroup
 from ....blocks.sm90.tma import smem_layout
 from ..specs.flash import ALIBI, BOTTOM_RIGHT, SOFTCAP, VARLEN, FlashKnobs
 from ..specs.flash_bwd_sm90 import SM90_BWD_THREADS, SM90_BWD_TILES, sm90_bwd_smem
-from .flash_fwd import LOG2E, TYPES, g2s_copy, seq_bounds
-from .flash_fwd_sm90 import (CONSUMER_REGS, PRODUCER_REGS, c_to_a_layout, load_k,
+from .flash_common import LOG2E, TYPES, copy_rows, g2s_copy, seq_bounds
+from .flash_fwd_sm90 import (CONSUMER_REGS, PRODUCER_REGS, c_to_a_layout,
                              make_cp_async_pipeline, wg_mn_view)
 
 
@@ -162,9 +162,9 @@ def build(knobs: FlashKnobs):
                                                                           stride=(gs8, 1)))
                     cQ = cute.local_tile(cute.make_identity_tensor((nq, D)), (bM, D), (mi, 0))
                     pipe.producer_acquire(pst)
-                    load_k(gcp, thr.partition_S(cute.local_tile(mQ, (bM, D), (mi, 0))),
+                    copy_rows(gcp, thr.partition_S(cute.local_tile(mQ, (bM, D), (mi, 0))),
                            tQs[None, None, None, pst.index], thr.partition_S(cQ), nq)
-                    load_k(gcp, thr.partition_S(cute.local_tile(mdO, (bM, D), (mi, 0))),
+                    copy_rows(gcp, thr.partition_S(cute.local_tile(mdO, (bM, D), (mi, 0))),
                            tdOs[None, None, None, pst.index], thr.partition_S(cQ), nq)
                     i = mi * bM + Int32(tidx) % bM
                     rowoff = Int64(b) * lb + Int64(h) * lh + Int64(q0 + i)
@@ -194,10 +194,10 @@ def build(knobs: FlashKnobs):
                 gck = g2s_copy(T, KB, 128)
                 tk = gck.get_slice(ctid % 128)
                 crd = tk.partition_S(cute.local_tile(cKV, (64, D), (wgc, 0)))
-                load_k(gck, tk.partition_S(cute.local_tile(
+                copy_rows(gck, tk.partition_S(cute.local_tile(
                     cute.local_tile(mK, (bN, D), (nb_, 0)), (64, D), (wgc, 0))),
                     tk.partition_D(cute.local_tile(sK2, (64, D), (wgc, 0))), crd, nk)
-                load_k(gck, tk.partition_S(cute.local_tile(
+                copy_rows(gck, tk.partition_S(cute.local_tile(
                     cute.local_tile(mV, (bN, D), (nb_, 0)), (64, D), (wgc, 0))),
                     tk.partition_D(cute.local_tile(sV2, (64, D), (wgc, 0))), crd, nk)
                 cute.arch.cp_async_commit_group()

@@ -1,6 +1,9 @@
-"""Device helpers the flash-attention backward kernels share (``flash_bwd_dkdv``,
-``flash_bwd_dq``): visible tile ranges, predicated tile loads, the per-row statistics (lse,
-delta) and the recomputation of P and dS from the scores.
+"""Device helpers the flash-attention kernels share (the forwards ``flash_fwd`` /
+``flash_fwd_sm90``, the backwards ``flash_bwd_dkdv`` / ``flash_bwd_dq`` / ``flash_bwd_sm90``):
+element types, swizzled tiles and their ``cp.async`` copies, mma.sync fragment views, quad
+reductions, sequence bounds, visible tile ranges, the block-mask test, predicated tile loads,
+the score constants, the per-row statistics (lse, delta) and the recomputation of P and dS
+from the scores.
 
 Conventions are the forward's (``flash_fwd.py``): scores in base-2 units
 t = scale·log2 e·q·k (softcap c: c·log2 e·tanh(scale·q·k / c)), minus slope·log2 e·|i + off − j|
@@ -17,10 +20,74 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Boolean, Float32, Int32, Int64
 
-from ..specs.flash import ALIBI, BOTTOM_RIGHT, SOFTCAP
-from .flash_fwd import atom_width
+from ....blocks.sm90.invariant import LoopInvariant
+from ..specs.flash import ALIBI, BOTTOM_RIGHT, SOFTCAP, VARLEN
 
+
+
+TYPES = {"f16": cutlass.Float16, "bf16": cutlass.BFloat16}
 LOG2E = math.log2(math.e)
+LN2 = math.log(2.0)
+
+
+def atom_width(d: int) -> int:
+    """Columns of the shared-memory swizzle atom of a (rows, d) 16-bit tile."""
+    return 64 if d % 64 == 0 else 32
+
+
+def smem_tile(rows: int, d: int):
+    """Swizzled (rows, d) layout of a 16-bit tile (atoms of 8 × 64 | 32): bank-conflict-free
+    ``ldmatrix`` reads and 16-byte ``cp.async`` writes (inside a kernel trace)."""
+    kb = atom_width(d)
+    atom = cute.make_composed_layout(cute.make_swizzle(3 if kb == 64 else 2, 3, 3), 0,
+                                     cute.make_layout((8, kb), stride=(kb, 1)))
+    return cute.tile_to_shape(atom, (rows, d), (0, 1))
+
+
+def g2s_copy(T, kb: int, threads: int):
+    """16-byte ``cp.async`` tiled copy of a (rows, d) tile: kb / 8 threads along a row."""
+    atom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(
+        cache_mode=cute.nvgpu.LoadCacheMode.GLOBAL), T, num_bits_per_copy=128)
+    tk = kb // 8
+    return cute.make_tiled_copy_tv(atom, cute.make_layout((threads // tk, tk), stride=(tk, 1)),
+                                   cute.make_layout((1, 8)))
+
+
+def mn_view(t):
+    """(rows, cols) view of an m16n8 accumulator fragment ((2, 2), MMA_M, MMA_N): rows =
+    (row half, MMA_M), cols = (column pair, MMA_N)."""
+    lay = cute.make_layout(t.layout.shape)
+    mn = cute.make_layout(((lay.shape[0][1], lay.shape[1]), (lay.shape[0][0], lay.shape[2])),
+                          stride=((lay.stride[0][1], lay.stride[1]),
+                                  (lay.stride[0][0], lay.stride[2])))
+    return cute.make_tensor(t.iterator, cute.composition(t.layout, mn))
+
+
+def a_view(p):
+    """The A-operand view ((2, 2, 2), MMA_M, MMA_N / 2) of an m16n8 accumulator-shaped fragment
+    (P as the A operand of O += P·V: two n8 accumulator tiles make one k16 A tile)."""
+    d = cute.logical_divide(p.layout, (None, None, 2))
+    lay = cute.make_layout(((d.shape[0], d.shape[2][0]), d.shape[1], d.shape[2][1]),
+                           stride=((d.stride[0], d.stride[2][0]), d.stride[1], d.stride[2][1]))
+    return cute.make_tensor(p.iterator, lay)
+
+
+def quad_reduce(v, op):
+    """Reduce over the 4 threads of a quad (they hold one row of an m16n8 fragment)."""
+    v = op(v, cute.arch.shuffle_sync_bfly(v, offset=2))
+    return op(v, cute.arch.shuffle_sync_bfly(v, offset=1))
+
+
+@cute.jit
+def seq_bounds(pcu: cute.Pointer, b: Int32, flags: Int32, n_fixed: Int32):
+    """(first row, rows) of batch entry b: from cu_seqlens when VARLEN, else (0, n_fixed)."""
+    start = Int32(0)
+    n = n_fixed
+    if (flags & VARLEN) != 0:
+        cu = cute.make_tensor(pcu + b, cute.make_layout(2))
+        start = cu[0]
+        n = cu[1] - cu[0]
+    return start, n
 
 
 def staged_tile(rows: int, d: int, stages: int):
@@ -215,3 +282,91 @@ def probs_and_grads(S: cute.Tensor, dP: cute.Tensor, coords: cute.Tensor, m0: In
             p = cute.math.exp2(t - l2, fastmath=True)
             S[r, c] = p
             dP[r, c] = p * (dP[r, c] - dl) * g
+
+
+class SoftmaxParams(LoopInvariant):
+    """The per-CTA constants of :func:`softmax_tile`: first query row ``m0``, keys ``nk``,
+    alignment offset, window bounds, last valid row, base-2 score scale, softcap in / out
+    factors, base-2 ALiBi slope and the two feature switches."""
+
+    def __init__(self, m0, nk, off, left, right, row_hi, s_mul, cap_in, cap_out, slope2,
+                 use_cap, use_alibi):
+        self.m0, self.nk, self.off, self.left, self.right = m0, nk, off, left, right
+        self.row_hi, self.s_mul, self.cap_in, self.cap_out = row_hi, s_mul, cap_in, cap_out
+        self.slope2, self.use_cap, self.use_alibi = slope2, use_cap, use_alibi
+
+
+@cute.jit
+def softmax_tile(S, tScS, row_max, row_sum, alpha, c0, p: SoftmaxParams,
+                 bn: cutlass.Constexpr):
+    """Scores of the key tile at column ``c0`` (the mn view ``S`` of an mma.sync or wgmma
+    accumulator, tile coordinates ``tScS``) →
+    base-2 units (softcap, ALiBi), −∞ outside the window / sequence (only when the tile crosses
+    a boundary), then the online softmax: ``S`` ← exp2(t − m), ``row_max`` / ``row_sum``
+    updated, ``alpha`` ← the factor the output rows must be rescaled by."""
+    masked = need_mask(p.m0, p.row_hi, c0, p.nk, p.off, p.left, p.right, bn)
+    for r in cutlass.range_constexpr(cute.size(S, mode=[0])):
+        row = p.m0 + tScS[r, 0][0]
+        for c in cutlass.range_constexpr(cute.size(S, mode=[1])):
+            t = S[r, c]
+            if p.use_cap:
+                t = p.cap_out * cute.math.tanh(t * p.cap_in, fastmath=True)
+            else:
+                t = t * p.s_mul
+            if p.use_alibi:
+                dist = row + p.off - (c0 + tScS[0, c][1])
+                dist = cutlass.max(dist, -dist)
+                t = t - p.slope2 * Float32(dist)
+            S[r, c] = t
+        if masked:
+            lo = row + p.off - p.left
+            hi = row + p.off + p.right
+            for c in cutlass.range_constexpr(cute.size(S, mode=[1])):
+                col = c0 + tScS[0, c][1]
+                keep = cute.elem_less(col, p.nk)
+                if p.right >= 0:
+                    keep = keep & (col <= hi)
+                if p.left >= 0:
+                    keep = keep & (col >= lo)
+                S[r, c] = cutlass.select_(keep, S[r, c], -Float32.inf)
+        srow = S[r, None].load()
+        mx = quad_reduce(srow.reduce(cute.ReductionOp.MAX, -Float32.inf, 0), cute.arch.fmax)
+        mnew = cute.arch.fmax(row_max[r], mx)
+        muse = mnew
+        if mnew == -Float32.inf:
+            muse = Float32(0.0)
+        alpha[r] = cute.math.exp2(row_max[r] - muse, fastmath=True)
+        pe = cute.math.exp2(srow - muse, fastmath=True)
+        row_sum[r] = row_sum[r] * alpha[r] + pe.reduce(cute.ReductionOp.ADD, Float32(0.0), 0)
+        row_max[r] = mnew
+        S[r, None] = pe
+
+
+@cute.jit
+def batch_index(b: Int32, flags: Int32):
+    """The batch index the batch strides multiply: b, or 0 for variable-length batches (whose
+    rows start at their cu_seqlens offset)."""
+    bb = Int64(b)
+    if (flags & VARLEN) != 0:
+        bb = Int64(0)
+    return bb
+
+
+@cute.jit
+def query_tile_keys(m0: Int32, nq: Int32, nk: Int32, flags: Int32, left: Int32, right: Int32,
+                    bm: cutlass.Constexpr, bn: cutlass.Constexpr):
+    """(off, row_hi, n_start, n_end, n_iters) of the query tile at row m0: the diagonal offset,
+    its last valid row and the key tiles [n_start, n_end) its rows can see."""
+    off = diag_offset(nq, nk, flags)
+    row_hi = cutlass.min(m0 + bm, nq) - 1
+    n_start, n_end = key_tile_range(m0, row_hi, nk, off, left, right, bn)
+    return off, row_hi, n_start, n_end, cutlass.max(n_end - n_start, 0)
+
+
+def rows_view(ptr, bb, row0, head, sb, ss, sh, n, d: int):
+    """(n, d) view of the rows row0 … row0 + n − 1 of one (batch bb, head) slice of a
+    (B, S, H, d) operand with element strides (sb, ss, sh, 1): 16-byte aligned, row stride a
+    multiple of 8 elements (the plans' contract)."""
+    p = ptr + (bb * sb + Int64(row0) * ss + Int64(head) * sh)
+    return cute.make_tensor(p.align(16), cute.make_layout((n, d),
+                                                          stride=(cute.assume(ss, divby=8), 1)))

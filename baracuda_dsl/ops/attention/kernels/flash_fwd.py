@@ -23,79 +23,15 @@ elements, unit stride along the head dim.
 
 # no ``from __future__ import annotations``: ``cute.struct`` reads its annotations as types
 
-import math
 
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64
 
-from ..specs.flash import (ALIBI, BOTTOM_RIGHT, FWD_THREADS, FWD_TILES, SOFTCAP, VARLEN,
-                           FlashKnobs, fwd_smem)
-
-TYPES = {"f16": cutlass.Float16, "bf16": cutlass.BFloat16}
-LOG2E = math.log2(math.e)
-LN2 = math.log(2.0)
-
-
-def atom_width(d: int) -> int:
-    """Columns of the shared-memory swizzle atom of a (rows, d) 16-bit tile."""
-    return 64 if d % 64 == 0 else 32
-
-
-def smem_tile(rows: int, d: int):
-    """Swizzled (rows, d) layout of a 16-bit tile (atoms of 8 × 64 | 32): bank-conflict-free
-    ``ldmatrix`` reads and 16-byte ``cp.async`` writes (inside a kernel trace)."""
-    kb = atom_width(d)
-    atom = cute.make_composed_layout(cute.make_swizzle(3 if kb == 64 else 2, 3, 3), 0,
-                                     cute.make_layout((8, kb), stride=(kb, 1)))
-    return cute.tile_to_shape(atom, (rows, d), (0, 1))
-
-
-def g2s_copy(T, kb: int, threads: int):
-    """16-byte ``cp.async`` tiled copy of a (rows, d) tile: kb / 8 threads along a row."""
-    atom = cute.make_copy_atom(cute.nvgpu.cpasync.CopyG2SOp(
-        cache_mode=cute.nvgpu.LoadCacheMode.GLOBAL), T, num_bits_per_copy=128)
-    tk = kb // 8
-    return cute.make_tiled_copy_tv(atom, cute.make_layout((threads // tk, tk), stride=(tk, 1)),
-                                   cute.make_layout((1, 8)))
-
-
-def mn_view(t):
-    """(rows, cols) view of an m16n8 accumulator fragment ((2, 2), MMA_M, MMA_N): rows =
-    (row half, MMA_M), cols = (column pair, MMA_N)."""
-    lay = cute.make_layout(t.layout.shape)
-    mn = cute.make_layout(((lay.shape[0][1], lay.shape[1]), (lay.shape[0][0], lay.shape[2])),
-                          stride=((lay.stride[0][1], lay.stride[1]),
-                                  (lay.stride[0][0], lay.stride[2])))
-    return cute.make_tensor(t.iterator, cute.composition(t.layout, mn))
-
-
-def a_view(p):
-    """The A-operand view ((2, 2, 2), MMA_M, MMA_N / 2) of an m16n8 accumulator-shaped fragment
-    (P as the A operand of O += P·V: two n8 accumulator tiles make one k16 A tile)."""
-    d = cute.logical_divide(p.layout, (None, None, 2))
-    lay = cute.make_layout(((d.shape[0], d.shape[2][0]), d.shape[1], d.shape[2][1]),
-                           stride=((d.stride[0], d.stride[2][0]), d.stride[1], d.stride[2][1]))
-    return cute.make_tensor(p.iterator, lay)
-
-
-def quad_reduce(v, op):
-    """Reduce over the 4 threads of a quad (they hold one row of an m16n8 fragment)."""
-    v = op(v, cute.arch.shuffle_sync_bfly(v, offset=2))
-    return op(v, cute.arch.shuffle_sync_bfly(v, offset=1))
-
-
-@cute.jit
-def seq_bounds(pcu: cute.Pointer, b: Int32, flags: Int32, n_fixed: Int32):
-    """(first row, rows) of batch entry b: from cu_seqlens when VARLEN, else (0, n_fixed)."""
-    start = Int32(0)
-    n = n_fixed
-    if (flags & VARLEN) != 0:
-        cu = cute.make_tensor(pcu + b, cute.make_layout(2))
-        start = cu[0]
-        n = cu[1] - cu[0]
-    return start, n
-
+from ..specs.flash import ALIBI, FWD_THREADS, FWD_TILES, SOFTCAP, FlashKnobs, fwd_smem
+from .flash_common import (LN2, TYPES, SoftmaxParams, a_view, atom_width, batch_index, g2s_copy,
+                           mn_view, query_tile_keys, quad_reduce, rows_view, score_consts,
+                           seq_bounds, smem_tile, softmax_tile)
 
 def build(knobs: FlashKnobs):
     T = TYPES[knobs.dtype]
@@ -123,36 +59,15 @@ def build(knobs: FlashKnobs):
         k0, nk = seq_bounds(pcuk, b, flags, sk)
         m0 = Int32(mb) * bM
         if m0 < nq:
-            bb = Int64(b)
-            if (flags & VARLEN) != 0:
-                bb = Int64(0)
+            bb = batch_index(b, flags)
             hk = Int32(h) // ratio
-            off = Int32(0)
-            if (flags & BOTTOM_RIGHT) != 0:
-                off = nk - nq
-            # ---- the key-tile range this query tile can see
-            row_hi = cutlass.min(m0 + bM, nq) - 1
-            n_end = (nk + bN - 1) // bN
-            if right >= 0:
-                n_end = cutlass.min(n_end, cutlass.max(row_hi + off + right + bN, 0) // bN)
-            n_start = Int32(0)
-            if left >= 0:
-                n_start = cutlass.max(m0 + off - left, 0) // bN
-            n_iters = cutlass.max(n_end - n_start, 0)
-
+            off, row_hi, n_start, n_end, n_iters = query_tile_keys(m0, nq, nk, flags, left,
+                                                                   right, bM, bN)
             # ---- operand views (element strides are multiples of 8: 16-byte vectors)
-            qs8 = cute.assume(qs, divby=8)
-            ks8 = cute.assume(ks, divby=8)
-            vs8 = cute.assume(vs, divby=8)
-            os8 = cute.assume(os, divby=8)
-            qp = pq + (bb * qb + Int64(q0) * qs + Int64(h) * qh)
-            kp = pk + (bb * kb + Int64(k0) * ks + Int64(hk) * kh)
-            vp = pv + (bb * vb + Int64(k0) * vs + Int64(hk) * vh)
-            op_ = po + (bb * ob + Int64(q0) * os + Int64(h) * oh)
-            mQ = cute.make_tensor(qp.align(16), cute.make_layout((nq, D), stride=(qs8, 1)))
-            mK = cute.make_tensor(kp.align(16), cute.make_layout((nk, D), stride=(ks8, 1)))
-            mV = cute.make_tensor(vp.align(16), cute.make_layout((nk, D), stride=(vs8, 1)))
-            mO = cute.make_tensor(op_.align(16), cute.make_layout((nq, D), stride=(os8, 1)))
+            mQ = rows_view(pq, bb, q0, h, qb, qs, qh, nq, D)
+            mK = rows_view(pk, bb, k0, hk, kb, ks, kh, nk, D)
+            mV = rows_view(pv, bb, k0, hk, vb, vs, vh, nk, D)
+            mO = rows_view(po, bb, q0, h, ob, os, oh, nq, D)
             gQ = cute.local_tile(mQ, (bM, D), (mb, 0))
             gK = cute.local_tile(mK, (bN, D), (None, 0))
             gV = cute.local_tile(mV, (bN, D), (None, 0))
@@ -211,20 +126,11 @@ def build(knobs: FlashKnobs):
             row_max.fill(-Float32.inf)
             row_sum.fill(0.0)
 
-            # ALiBi slope (base 2), softcap constants
-            slope2 = Float32(0.0)
-            if (flags & ALIBI) != 0:
-                sl = cute.make_tensor(pslope + (Int64(b) * slb + Int64(h) * slh),
-                                      cute.make_layout(1))
-                slope2 = Float32(sl[0]) * LOG2E
-            use_cap = (flags & SOFTCAP) != 0
-            s_mul = scale * LOG2E
-            cap_in = Float32(0.0)
-            cap_out = Float32(0.0)
-            if use_cap:
-                cap_in = scale / softcap
-                cap_out = softcap * LOG2E
-            use_alibi = (flags & ALIBI) != 0
+            slope2, cap_in, cap_out, s_mul = score_consts(pslope, b, h, slb, slh, scale, softcap,
+                                                          flags)
+            sm = SoftmaxParams(m0, nk, off, left, right, row_hi, s_mul, cap_in, cap_out, slope2,
+                               (flags & SOFTCAP) != 0, (flags & ALIBI) != 0)
+            alpha = cute.make_rmem_tensor(NR, Float32)
 
             # ---- prologue: Q and the first K tile (rows past the sequence zero-filled)
             if n_iters > 0:
@@ -276,53 +182,11 @@ def build(knobs: FlashKnobs):
                             tKs[None, r, None].fill(0)
                     cute.arch.cp_async_commit_group()
 
-                # ---- scores in base-2 units, masks, online softmax
-                S = mn_view(accS)
+                # ---- scores in base-2 units, masks, online softmax; O rescaled
+                softmax_tile(mn_view(accS), tScS, row_max, row_sum, alpha, c0, sm, bN)
                 O = mn_view(accO)
-                c1 = c0 + bN - 1
-                need_mask = cute.elem_less(nk - 1, c1)
-                if right >= 0:
-                    need_mask = need_mask | cute.elem_less(m0 + off + right, c1)
-                if left >= 0:
-                    need_mask = need_mask | cute.elem_less(c0, row_hi + off - left)
-                for r in cutlass.range_constexpr(cute.size(S, mode=[0])):
-                    row = m0 + tScS[r, 0][0]
-                    for c in cutlass.range_constexpr(cute.size(S, mode=[1])):
-                        t = S[r, c]
-                        if use_cap:
-                            t = cap_out * cute.math.tanh(t * cap_in, fastmath=True)
-                        else:
-                            t = t * s_mul
-                        if use_alibi:
-                            dist = row + off - (c0 + tScS[0, c][1])
-                            dist = cutlass.max(dist, -dist)
-                            t = t - slope2 * Float32(dist)
-                        S[r, c] = t
-                    if need_mask:
-                        lo = row + off - left
-                        hi = row + off + right
-                        for c in cutlass.range_constexpr(cute.size(S, mode=[1])):
-                            col = c0 + tScS[0, c][1]
-                            keep = cute.elem_less(col, nk)
-                            if right >= 0:
-                                keep = keep & (col <= hi)
-                            if left >= 0:
-                                keep = keep & (col >= lo)
-                            S[r, c] = cutlass.select_(keep, S[r, c], -Float32.inf)
-                    srow = S[r, None].load()
-                    mx = quad_reduce(srow.reduce(cute.ReductionOp.MAX, -Float32.inf, 0),
-                                     cute.arch.fmax)
-                    mnew = cute.arch.fmax(row_max[r], mx)
-                    muse = mnew
-                    if mnew == -Float32.inf:
-                        muse = Float32(0.0)
-                    alpha = cute.math.exp2(row_max[r] - muse, fastmath=True)
-                    p = cute.math.exp2(srow - muse, fastmath=True)
-                    row_sum[r] = row_sum[r] * alpha + p.reduce(cute.ReductionOp.ADD,
-                                                               Float32(0.0), 0)
-                    row_max[r] = mnew
-                    O[r, None] = O[r, None].load() * alpha
-                    S[r, None] = p
+                for r in cutlass.range_constexpr(NR):
+                    O[r, None] = O[r, None].load() * alpha[r]
 
                 # ---- O += P·V
                 rP = cute.make_fragment_like(accS, T)

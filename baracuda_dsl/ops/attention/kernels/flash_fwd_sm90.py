@@ -29,11 +29,12 @@ import cutlass.utils.hopper_helpers as sm90_utils
 from cutlass import Float32, Int32, Int64
 from cutlass.cute.nvgpu import warpgroup
 
-from ....blocks.sm90.invariant import LoopInvariant
 from ....blocks.sm90.tma import smem_layout
-from ..specs.flash import (ALIBI, BOTTOM_RIGHT, SM90_THREADS, SM90_TILES, SOFTCAP, VARLEN,
+from ..specs.flash import (ALIBI, SM90_THREADS, SM90_TILES, SOFTCAP,
                            FlashKnobs, sm90_smem)
-from .flash_fwd import LN2, LOG2E, TYPES, g2s_copy, quad_reduce, seq_bounds
+from .flash_common import (LN2, TYPES, SoftmaxParams, batch_index, copy_rows, g2s_copy,
+                           query_tile_keys, quad_reduce, rows_view, score_consts, seq_bounds,
+                           softmax_tile)
 
 
 def wg_mn_view(t):
@@ -62,79 +63,6 @@ def v_copy(T, d: int, threads: int):
     td = 8 if d % 64 == 0 else 4
     return cute.make_tiled_copy_tv(atom, cute.make_layout((td, threads // td), stride=(1, td)),
                                    cute.make_layout((8, 1)))
-
-
-class SoftmaxParams(LoopInvariant):
-    """The per-CTA constants of :func:`softmax_tile`: first query row ``m0``, keys ``nk``,
-    alignment offset, window bounds, last valid row, base-2 score scale, softcap in / out
-    factors, base-2 ALiBi slope and the two feature switches."""
-
-    def __init__(self, m0, nk, off, left, right, row_hi, s_mul, cap_in, cap_out, slope2,
-                 use_cap, use_alibi):
-        self.m0, self.nk, self.off, self.left, self.right = m0, nk, off, left, right
-        self.row_hi, self.s_mul, self.cap_in, self.cap_out = row_hi, s_mul, cap_in, cap_out
-        self.slope2, self.use_cap, self.use_alibi = slope2, use_cap, use_alibi
-
-
-@cute.jit
-def softmax_tile(S, tScS, row_max, row_sum, alpha, c0, p: SoftmaxParams,
-                 bn: cutlass.Constexpr):
-    """Scores of the key tile at column ``c0`` (mn view ``S``, tile coordinates ``tScS``) →
-    base-2 units (softcap, ALiBi), −∞ outside the window / sequence (only when the tile crosses
-    a boundary), then the online softmax: ``S`` ← exp2(t − m), ``row_max`` / ``row_sum``
-    updated, ``alpha`` ← the factor the output rows must be rescaled by."""
-    c1 = c0 + bn - 1
-    need_mask = cute.elem_less(p.nk - 1, c1)
-    if p.right >= 0:
-        need_mask = need_mask | cute.elem_less(p.m0 + p.off + p.right, c1)
-    if p.left >= 0:
-        need_mask = need_mask | cute.elem_less(c0, p.row_hi + p.off - p.left)
-    for r in cutlass.range_constexpr(cute.size(S, mode=[0])):
-        row = p.m0 + tScS[r, 0][0]
-        for c in cutlass.range_constexpr(cute.size(S, mode=[1])):
-            t = S[r, c]
-            if p.use_cap:
-                t = p.cap_out * cute.math.tanh(t * p.cap_in, fastmath=True)
-            else:
-                t = t * p.s_mul
-            if p.use_alibi:
-                dist = row + p.off - (c0 + tScS[0, c][1])
-                dist = cutlass.max(dist, -dist)
-                t = t - p.slope2 * Float32(dist)
-            S[r, c] = t
-        if need_mask:
-            lo = row + p.off - p.left
-            hi = row + p.off + p.right
-            for c in cutlass.range_constexpr(cute.size(S, mode=[1])):
-                col = c0 + tScS[0, c][1]
-                keep = cute.elem_less(col, p.nk)
-                if p.right >= 0:
-                    keep = keep & (col <= hi)
-                if p.left >= 0:
-                    keep = keep & (col >= lo)
-                S[r, c] = cutlass.select_(keep, S[r, c], -Float32.inf)
-        srow = S[r, None].load()
-        mx = quad_reduce(srow.reduce(cute.ReductionOp.MAX, -Float32.inf, 0), cute.arch.fmax)
-        mnew = cute.arch.fmax(row_max[r], mx)
-        muse = mnew
-        if mnew == -Float32.inf:
-            muse = Float32(0.0)
-        alpha[r] = cute.math.exp2(row_max[r] - muse, fastmath=True)
-        pe = cute.math.exp2(srow - muse, fastmath=True)
-        row_sum[r] = row_sum[r] * alpha[r] + pe.reduce(cute.ReductionOp.ADD, Float32(0.0), 0)
-        row_max[r] = mnew
-        S[r, None] = pe
-
-
-@cute.jit
-def load_k(cp, src, dst, crd, n):
-    """cp.async one (rows, d) K tile (thread partitions ``src`` → ``dst``, coordinates ``crd``),
-    rows at or past ``n`` zero-filled."""
-    for r in cutlass.range_constexpr(cute.size(dst, mode=[1])):
-        if cute.elem_less(crd[0, r, 0][0], n):
-            cute.copy(cp, src[None, r, None], dst[None, r, None])
-        else:
-            dst[None, r, None].fill(0)
 
 
 @cute.jit
@@ -192,32 +120,16 @@ def build(knobs: FlashKnobs):
         k0, nk = seq_bounds(pcuk, b, flags, sk)
         m0 = Int32(mb) * bM
         if m0 < nq:
-            bb = Int64(b)
-            if (flags & VARLEN) != 0:
-                bb = Int64(0)
+            bb = batch_index(b, flags)
             hk = Int32(h) // ratio
-            off = Int32(0)
-            if (flags & BOTTOM_RIGHT) != 0:
-                off = nk - nq
-            row_hi = cutlass.min(m0 + bM, nq) - 1
-            n_end = (nk + bN - 1) // bN
-            if right >= 0:
-                n_end = cutlass.min(n_end, cutlass.max(row_hi + off + right + bN, 0) // bN)
-            n_start = Int32(0)
-            if left >= 0:
-                n_start = cutlass.max(m0 + off - left, 0) // bN
-            n_iters = cutlass.max(n_end - n_start, 0)
-
-            qs8 = cute.assume(qs, divby=8)
-            ks8 = cute.assume(ks, divby=8)
-            vs8 = cute.assume(vs, divby=8)
-            qp = pq + (bb * qb + Int64(q0) * qs + Int64(h) * qh)
-            kp = pk + (bb * kb + Int64(k0) * ks + Int64(hk) * kh)
-            vp = pv + (bb * vb + Int64(k0) * vs + Int64(hk) * vh)
+            off, row_hi, n_start, n_end, n_iters = query_tile_keys(m0, nq, nk, flags, left,
+                                                                   right, bM, bN)
             op_ = po + (bb * ob + Int64(q0) * os + Int64(h) * oh)
-            mQ = cute.make_tensor(qp.align(16), cute.make_layout((nq, D), stride=(qs8, 1)))
-            mK = cute.make_tensor(kp.align(16), cute.make_layout((nk, D), stride=(ks8, 1)))
-            mVt = cute.make_tensor(vp.align(16), cute.make_layout((D, nk), stride=(1, vs8)))
+            mQ = rows_view(pq, bb, q0, h, qb, qs, qh, nq, D)
+            mK = rows_view(pk, bb, k0, hk, kb, ks, kh, nk, D)
+            vp = pv + (bb * vb + Int64(k0) * vs + Int64(hk) * vh)
+            mVt = cute.make_tensor(vp.align(16), cute.make_layout(
+                (D, nk), stride=(1, cute.assume(vs, divby=8))))
             gQ = cute.local_tile(mQ, (bM, D), (mb, 0))
             gK = cute.local_tile(mK, (bN, D), (None, 0))
             gVt = cute.local_tile(mVt, (D, bN), (0, None))
@@ -259,7 +171,7 @@ def build(knobs: FlashKnobs):
                 for it in cutlass.range(n_iters):
                     nbk = n_end - 1 - it
                     pipe_k.producer_acquire(ks_)
-                    load_k(gcp, tKg[None, None, None, nbk], tKs[None, None, None, ks_.index],
+                    copy_rows(gcp, tKg[None, None, None, nbk], tKs[None, None, None, ks_.index],
                            tKc[None, None, None, nbk], nk)
                     pipe_k.producer_commit(ks_)
                     ks_.advance()
@@ -311,19 +223,8 @@ def build(knobs: FlashKnobs):
                 row_max.fill(-Float32.inf)
                 row_sum.fill(0.0)
 
-                slope2 = Float32(0.0)
-                if (flags & ALIBI) != 0:
-                    sl = cute.make_tensor(pslope + (Int64(b) * slb + Int64(h) * slh),
-                                          cute.make_layout(1))
-                    slope2 = Float32(sl[0]) * LOG2E
-                use_cap = (flags & SOFTCAP) != 0
-                use_alibi = (flags & ALIBI) != 0
-                s_mul = scale * LOG2E
-                cap_in = Float32(0.0)
-                cap_out = Float32(0.0)
-                if use_cap:
-                    cap_in = scale / softcap
-                    cap_out = softcap * LOG2E
+                slope2, cap_in, cap_out, s_mul = score_consts(pslope, b, h, slb, slh, scale,
+                                                              softcap, flags)
 
                 alpha = cute.make_rmem_tensor(NR, Float32)
                 accS = cute.make_rmem_tensor(thq.partition_shape_C((bM, bN)), Float32)
@@ -334,7 +235,7 @@ def build(knobs: FlashKnobs):
                 O = wg_mn_view(accO)
                 NKV = cute.size(rP, mode=[2])
                 sm = SoftmaxParams(m0, nk, off, left, right, row_hi, s_mul, cap_in, cap_out,
-                                   slope2, use_cap, use_alibi)
+                                   slope2, (flags & SOFTCAP) != 0, (flags & ALIBI) != 0)
                 kst = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, ST)
                 vst = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, ST)
 
