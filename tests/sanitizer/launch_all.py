@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Callable, List
 
 FAMILIES = ("normalization", "softmax", "reduction", "scan", "sorting", "histogram", "indexing",
-            "segment", "losses", "random", "shape", "elementwise", "gemm", "pool")
+            "segment", "losses", "random", "shape", "elementwise", "gemm", "attention", "pool")
 
 
 @dataclass
@@ -1725,6 +1725,165 @@ def _(t):
     t.close("matmul", c, ah @ bh, 1.6e-2, 1e-6, scale=np.abs(ah) @ np.abs(bh))
     t.close("linear", lin, ref_silu(xh @ wh.T + bsh), 4e-3, 1e-3,
             scale=np.abs(xh) @ np.abs(wh.T) + np.abs(bsh))
+
+
+# ----------------------------------------------------------------------------- attention
+def _attn_ref(q, k, v, causal=False, off=None):
+    """(out, lse) float64 of q (B, Sq, H, D), k / v (B, Sk, Hk, D): bottom-right causal."""
+    np = _np()
+    b, sq, h, d = q.shape
+    sk, hk = k.shape[1], k.shape[2]
+    ke, ve = np.repeat(k, h // hk, 2), np.repeat(v, h // hk, 2)
+    s = np.einsum("bqhd,bkhd->bhqk", q, ke) / np.sqrt(d)
+    if causal:
+        o = sk - sq if off is None else off
+        keep = np.arange(sk)[None, :] <= np.arange(sq)[:, None] + o
+        s = np.where(keep, s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.exp(s - m)
+    z = e.sum(-1, keepdims=True)
+    p = np.divide(e, z, out=np.zeros_like(e), where=z > 0)
+    return np.einsum("bhqk,bkhd->bqhd", p, ve), (np.log(z[..., 0]) + m[..., 0])
+
+
+@case("attention", "flash_forward_both_kernels")
+def _(t):
+    """FlashAttentionPlan forward, odd lengths, GQA 4, causal: the sm90a wgmma kernel (when the
+    device is sm90a) and the mma.sync kernel."""
+    bd = t.bd
+    from baracuda_dsl.ops.attention import (FlashAttentionArgs, FlashAttentionDescriptor,
+                                            FlashAttentionPlan, FlashTuning)
+    q, qh = t.randn((2, 77, 8, 64), "bfloat16")
+    k, kh = t.randn((2, 131, 2, 64), "bfloat16")
+    v, vh = t.randn((2, 131, 2, 64), "bfloat16")
+    ro, rl = _attn_ref(qh, kh, vh, causal=True)
+    desc = FlashAttentionDescriptor(2, 77, 131, 8, 2, 64, "bf16", causal=True)
+    kernels = ["mma"] + (["wgmma"] if bd.runtime.device_arch().value == "sm90a" else [])
+    for kern in kernels:
+        plan = FlashAttentionPlan.select(desc, bd.PlanPreference(tuning=(FlashTuning(kern),)))
+        out = t.empty(q.shape, "bfloat16")
+        lse = t.empty((2, 8, 77), "float32")
+        t.run(plan, FlashAttentionArgs(q, k, v, out, lse))
+        t.sync()
+        t.close(f"out ({kern})", out, ro, 2e-2, 1e-3)
+        t.close(f"lse ({kern})", lse, rl, 1e-4, 1e-3)
+
+
+@case("attention", "flash_backward_both_paths")
+def _(t):
+    """FlashAttentionBackwardPlan: the fast path (sm90a wgmma + atomic dQ) and the
+    deterministic kernels, causal, GQA 2, odd lengths; checked against each other."""
+    from baracuda_dsl.ops.attention import (FlashAttentionArgs, FlashAttentionBackwardArgs,
+                                            FlashAttentionBackwardDescriptor,
+                                            FlashAttentionBackwardPlan, FlashAttentionDescriptor,
+                                            FlashAttentionPlan)
+    q, _ = t.randn((1, 70, 4, 128), "float16")
+    k, _ = t.randn((1, 150, 2, 128), "float16")
+    v, _ = t.randn((1, 150, 2, 128), "float16")
+    do, _ = t.randn((1, 70, 4, 128), "float16")
+    fw = FlashAttentionPlan.select(FlashAttentionDescriptor(1, 70, 150, 4, 2, 128, "f16",
+                                                            causal=True))
+    out = t.empty(q.shape, "float16")
+    lse = t.empty((1, 4, 70), "float32")
+    t.run(fw, FlashAttentionArgs(q, k, v, out, lse))
+    grads = {}
+    for det in (False, True):
+        plan = FlashAttentionBackwardPlan.select(FlashAttentionBackwardDescriptor(
+            1, 70, 150, 4, 2, 128, "f16", causal=True, deterministic=det))
+        g = [t.empty(x.shape, "float16") for x in (q, k, v)]
+        t.run(plan, FlashAttentionBackwardArgs(q, k, v, out, do, lse, *g))
+        grads[det] = g
+    t.sync()
+    for a, b, n in zip(grads[False], grads[True], "qkv"):
+        ref = t.host(b)
+        t.close(f"d{n} fast vs deterministic", a, ref, 2e-2, 2e-2)
+
+
+@case("attention", "decode_paged_and_sdpa_mask")
+def _(t):
+    """FlashDecodePlan over a paged cache (3 splits forced) and SdpaPlan with a boolean mask
+    (f32), each against a float64 reference."""
+    np = t.np
+    from baracuda_dsl.ops.attention import (DecodeTuning, FlashDecodeArgs,
+                                            FlashDecodeDescriptor, FlashDecodePlan, SdpaArgs,
+                                            SdpaDescriptor, SdpaPlan)
+    b, hq, hk, d, page, pages = 2, 8, 2, 64, 16, 6
+    q, qh = t.randn((b, 1, hq, d), "bfloat16")
+    kc, kch = t.randn((pages * 2, page, hk, d), "bfloat16")
+    vc, vch = t.randn((pages * 2, page, hk, d), "bfloat16")
+    table_h = t.g.permutation(pages * 2).astype(np.int32).reshape(b, pages)
+    lens_h = np.array([70, 33], np.int32)
+    table, _ = t.up(table_h)
+    lens, _ = t.up(lens_h)
+    plan = FlashDecodePlan.select(
+        FlashDecodeDescriptor(b, 1, hq, hk, d, 96, "bf16", paged=True, num_pages=pages * 2,
+                              page_size=page, pages_per_seq=pages),
+        t.bd.PlanPreference(tuning=(DecodeTuning(num_splits=3),)))
+    out = t.empty(q.shape, "bfloat16")
+    t.run(plan, FlashDecodeArgs(q, kc, vc, lens, out, None, table))
+    t.sync()
+    for i in range(b):
+        rows = np.concatenate([np.arange(p * page, (p + 1) * page) for p in table_h[i]])
+        kk = kch.reshape(-1, hk, d)[rows][None, :lens_h[i]]
+        vv = vch.reshape(-1, hk, d)[rows][None, :lens_h[i]]
+        ro, _ = _attn_ref(qh[i:i + 1], kk, vv)
+        t.close(f"decode seq {i}", out[i:i + 1], ro, 2e-2, 1e-3)
+    q2, q2h = t.randn((1, 9, 2, 7), "float32")
+    k2, k2h = t.randn((1, 13, 2, 7), "float32")
+    v2, v2h = t.randn((1, 13, 2, 5), "float32")
+    keep = t.g.uniform(size=(1, 1, 9, 13)) > 0.3
+    mask, _ = t.up(keep)
+    sp = SdpaPlan.select(SdpaDescriptor(1, 9, 13, 2, 2, 7, 5, "f32", mask_dtype="bool",
+                                        mask_shape=(1, 1, 9, 13)))
+    o2 = t.empty((1, 9, 2, 5), "float32")
+    t.run(sp, SdpaArgs(q2, k2, v2, o2, None, mask))
+    t.sync()
+    s = np.einsum("bqhd,bkhd->bhqk", q2h, k2h) / np.sqrt(7)
+    s = np.where(keep, s, -np.inf)
+    m = np.where(np.isfinite(s.max(-1, keepdims=True)), s.max(-1, keepdims=True), 0)
+    e = np.where(keep, np.exp(s - m), 0)
+    z = e.sum(-1, keepdims=True)
+    p = np.divide(e, z, out=np.zeros_like(e), where=z > 0)
+    t.close("sdpa bool mask", o2, np.einsum("bhqk,bkhd->bqhd", p, v2h), 1e-5, 1e-6)
+
+
+@case("attention", "rope_alibi_kv_append")
+def _(t):
+    """xp.rope (half layout, partial rotary dim), AlibiPlan (bias) and KvCacheAppendPlan
+    (paged), each against numpy."""
+    np, xp = t.np, t.xp
+    from baracuda_dsl.ops.attention import (AlibiArgs, AlibiDescriptor, AlibiPlan,
+                                            KvCacheAppendArgs, KvCacheAppendDescriptor,
+                                            KvCacheAppendPlan)
+    x, xh = t.randn((2, 11, 3, 32), "float32")
+    cos, sin = xp.rope_cos_sin(16, 16)
+    y = xp.rope(x, cos, sin, rotary_dim=16)
+    c, s = t.host(cos)[:11, None, :], t.host(sin)[:11, None, :]
+    x1, x2 = xh[..., :8], xh[..., 8:16]
+    want = xh.copy()
+    want[..., :8] = x1 * c - x2 * s
+    want[..., 8:16] = x2 * c + x1 * s
+    sl, slh = t.up(np.array([0.5, 0.25, 0.125], np.float32))
+    bias = t.empty((1, 3, 5, 9), "float32")
+    t.run(AlibiPlan.select(AlibiDescriptor((1, 3, 5, 9))), AlibiArgs(sl, bias))
+    dist = np.abs(np.arange(5)[:, None] + 4 - np.arange(9)[None, :])
+    kn, knh = t.randn((2, 3, 2, 16), "float16")
+    vn, vnh = t.randn((2, 3, 2, 16), "float16")
+    kc = xp.zeros((4, 16, 2, 16), dtype=xp.float16)
+    vc = xp.zeros((4, 16, 2, 16), dtype=xp.float16)
+    table, _ = t.up(np.array([[2, 0], [3, 1]], np.int32))
+    lens, _ = t.up(np.array([14, 0], np.int32))
+    t.run(KvCacheAppendPlan.select(KvCacheAppendDescriptor(
+        2, 3, 2, 16, "f16", num_pages=4, page_size=16, max_pages_per_seq=2)),
+        KvCacheAppendArgs(kn, vn, kc, vc, lens, table))
+    t.sync()
+    t.close("rope", y, want, 1e-5, 1e-6)
+    t.close("alibi", bias, -slh[None, :, None, None] * dist[None, None], 1e-6)
+    kch = t.host(kc)
+    t.close("kv append (seq 0, page 2 rows 14, 15)", kch[2, 14:16], knh[0, :2], 0.0)
+    t.close("kv append (seq 0, page 0 row 0)", kch[0, 0], knh[0, 2], 0.0)
+    t.close("kv append (seq 1, page 3 rows 0-2)", kch[3, :3], knh[1], 0.0)
 
 
 # ---------------------------------------------------------------- pool (initcheck targets)
