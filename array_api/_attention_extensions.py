@@ -8,7 +8,8 @@
   signature and layout ((…, H, L, E)), with an additive or boolean ``attn_mask``.
 
 Outputs are new arrays.  A query row that sees no key gives 0 (torch gives NaN there) and a
-log-sum-exp of −inf.  Dropout is not wired: ``dropout_p > 0`` raises UnsupportedError.
+log-sum-exp of −inf.  Attention dropout runs in the flash kernels (Philox, the project's
+generator convention).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def _dense_rows(x: Array) -> Array:
 
 
 def _flash_desc(cls, q, k, causal, window, softcap, scale, alibi_slopes, align,
-                cu_seqlens_q, max_seqlen_q, max_seqlen_k):
+                cu_seqlens_q, max_seqlen_q, max_seqlen_k, dropout_p=0.0):
     varlen = cu_seqlens_q is not None
     alibi = "none"
     if alibi_slopes is not None:
@@ -64,12 +65,13 @@ def _flash_desc(cls, q, k, causal, window, softcap, scale, alibi_slopes, align,
         return cls(cu_seqlens_q.shape[0] - 1, int(max_seqlen_q), int(max_seqlen_k),
                    q.shape[1], k.shape[1], q.shape[2], _short(q.dtype), causal=causal,
                    window=tuple(window), align=align, softcap=softcap, scale=scale,
-                   alibi=alibi, varlen=True, total_q=q.shape[0], total_k=k.shape[0])
+                   alibi=alibi, varlen=True, total_q=q.shape[0], total_k=k.shape[0],
+                   dropout_p=dropout_p)
     if q.ndim != 4:
         raise ValueError(f"flash_attention: q must be (B, Sq, Hq, D), got shape {q.shape}")
     return cls(q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3],
                _short(q.dtype), causal=causal, window=tuple(window), align=align,
-               softcap=softcap, scale=scale, alibi=alibi)
+               softcap=softcap, scale=scale, alibi=alibi, dropout_p=dropout_p)
 
 
 def _check(name, *arrays):
@@ -83,7 +85,8 @@ def flash_attention(q: Array, k: Array, v: Array, /, *, causal: bool = False,
                     scale: Optional[float] = None, alibi_slopes: Optional[Array] = None,
                     align: str = "bottom_right", cu_seqlens_q: Optional[Array] = None,
                     cu_seqlens_k: Optional[Array] = None, max_seqlen_q: Optional[int] = None,
-                    max_seqlen_k: Optional[int] = None, return_lse: bool = False):
+                    max_seqlen_k: Optional[int] = None, return_lse: bool = False,
+                    dropout_p: float = 0.0, generator=None):
     """softmax(scale·q·kᵀ [softcap, ALiBi, causal / window masks])·v in flash-attn's layout:
     q (B, Sq, Hq, D), k / v (B, Sk, Hk, D) → out (B, Sq, Hq, D); or packed variable-length
     batches q (Tq, Hq, D), k / v (Tk, Hk, D) with int32 ``cu_seqlens_q`` / ``cu_seqlens_k``
@@ -91,21 +94,34 @@ def flash_attention(q: Array, k: Array, v: Array, /, *, causal: bool = False,
     masks (``"bottom_right"``: flash-attn; ``"top_left"``: torch).  ``return_lse``: also the
     f32 log-sum-exp (B, Hq, Sq) (varlen: (Hq, Tq)), which :func:`flash_attention_backward`
     takes.  f16 / bf16, head dims 64 / 96 / 128 / 192 / 256 (f32 accumulation); other dtypes
-    and head dims raise UnsupportedError naming scaled_dot_product_attention."""
+    and head dims raise UnsupportedError naming scaled_dot_product_attention.
+    ``dropout_p`` > 0: attention dropout drawn from ``generator`` (an
+    ``array_api.random.Generator``; default the module's generator), which advances past the
+    draw; with ``return_lse`` the result is then (out, lse, (seed, offset)) — pass that state
+    to :func:`flash_attention_backward` to regenerate the same mask."""
     _check("flash_attention", ("q", q), ("k", k), ("v", v), ("alibi_slopes", alibi_slopes),
            ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k))
     fl = _flash()
     desc = _flash_desc(fl.FlashAttentionDescriptor, q, k, causal, window, softcap, scale,
-                       alibi_slopes, align, cu_seqlens_q, max_seqlen_q, max_seqlen_k)
+                       alibi_slopes, align, cu_seqlens_q, max_seqlen_q, max_seqlen_k, dropout_p)
     plan = _plans.select(fl.FlashAttentionPlan, desc)
+    state = (0, 0)
+    if desc.dropout_p > 0:
+        from ._random_extensions import resolve_generator
+
+        g = resolve_generator(generator)
+        n = desc.batch * desc.heads_q * desc.seqlen_q * desc.seqlen_k
+        state = (g.seed, g.take_offset(-(-n // 4)))
     q, k, v = _dense_rows(q), _dense_rows(k), _dense_rows(v)
     out = Array._empty(q.shape, q.dtype, q.device)
     lse = Array._empty(desc.lse_shape(), _dt.float32, q.device)
     sl = None if alibi_slopes is None else ascontiguousarray(alibi_slopes)
     cq = None if cu_seqlens_q is None else ascontiguousarray(cu_seqlens_q)
     ck = None if cu_seqlens_k is None else ascontiguousarray(cu_seqlens_k)
-    plan.run(fl.FlashAttentionArgs(q, k, v, out, lse, cq, ck, sl))
-    return (out, lse) if return_lse else out
+    plan.run(fl.FlashAttentionArgs(q, k, v, out, lse, cq, ck, sl, *state))
+    if not return_lse:
+        return out
+    return (out, lse, state) if desc.dropout_p > 0 else (out, lse)
 
 
 def flash_attention_backward(dout: Array, q: Array, k: Array, v: Array, out: Array, lse: Array,
@@ -115,15 +131,22 @@ def flash_attention_backward(dout: Array, q: Array, k: Array, v: Array, out: Arr
                              cu_seqlens_q: Optional[Array] = None,
                              cu_seqlens_k: Optional[Array] = None,
                              max_seqlen_q: Optional[int] = None,
-                             max_seqlen_k: Optional[int] = None):
+                             max_seqlen_k: Optional[int] = None, dropout_p: float = 0.0,
+                             dropout_state: Optional[Tuple[int, int]] = None):
     """(dq, dk, dv) of :func:`flash_attention` for the incoming gradient ``dout`` (out's shape),
-    given the forward's ``out`` and ``lse`` and the same options.  Deterministic (no atomics);
-    f32 accumulation; the input dtype out."""
+    given the forward's ``out`` and ``lse`` and the same options (with dropout: the same
+    ``dropout_p`` and the forward's ``dropout_state`` (seed, offset)).  f32 accumulation; the
+    input dtype out; on sm90a at head dims 64 / 128 dQ is summed with atomics (the fast path)."""
     _check("flash_attention_backward", ("dout", dout), ("q", q), ("k", k), ("v", v),
            ("out", out), ("lse", lse), ("alibi_slopes", alibi_slopes))
     fl = _flash()
     desc = _flash_desc(fl.FlashAttentionBackwardDescriptor, q, k, causal, window, softcap,
-                       scale, alibi_slopes, align, cu_seqlens_q, max_seqlen_q, max_seqlen_k)
+                       scale, alibi_slopes, align, cu_seqlens_q, max_seqlen_q, max_seqlen_k,
+                       dropout_p)
+    if desc.dropout_p > 0 and dropout_state is None:
+        raise ValueError("flash_attention_backward: dropout_p > 0 needs the forward's "
+                         "dropout_state (seed, offset)")
+    state = tuple(dropout_state) if desc.dropout_p > 0 else (0, 0)
     plan = _plans.select(fl.FlashAttentionBackwardPlan, desc)
     q, k, v, out, dout = (_dense_rows(t) for t in (q, k, v, out, dout))
     lse = ascontiguousarray(lse)
@@ -134,7 +157,7 @@ def flash_attention_backward(dout: Array, q: Array, k: Array, v: Array, out: Arr
     cq = None if cu_seqlens_q is None else ascontiguousarray(cu_seqlens_q)
     ck = None if cu_seqlens_k is None else ascontiguousarray(cu_seqlens_k)
     _plans.run(plan, fl.FlashAttentionBackwardArgs(q, k, v, out, dout, lse, dq, dk, dv, cq, ck,
-                                                   sl), q)
+                                                   sl, *state), q)
     return dq, dk, dv
 
 
@@ -163,12 +186,10 @@ def scaled_dot_product_attention(query: Array, key: Array, value: Array, /,
     ``enable_gqa`` lets Hq be a multiple of Hk.  The flash kernels run when they can (f16 /
     bf16, E = Ev in 64 / 96 / 128 / 192 / 256, no mask); the general SdpaPlan kernels
     otherwise (any float dtype, any head dims, masks).  A fully masked row gives 0 (torch:
-    NaN).  ``dropout_p > 0`` raises UnsupportedError (not wired)."""
+    NaN).  ``dropout_p > 0`` (the flash path only; UnsupportedError elsewhere) draws from the
+    default ``array_api.random`` generator."""
     _check("scaled_dot_product_attention", ("query", query), ("key", key), ("value", value),
            ("attn_mask", attn_mask))
-    if dropout_p:
-        raise UnsupportedError("scaled_dot_product_attention: dropout is not wired yet "
-                               "(dropout_p = 0 is)")
     if is_causal and attn_mask is not None:
         raise ValueError("scaled_dot_product_attention: attn_mask and is_causal are exclusive")
     hq, hk = query.shape[-3], key.shape[-3]
@@ -180,7 +201,12 @@ def scaled_dot_product_attention(query: Array, key: Array, value: Array, /,
     if attn_mask is not None and len(lead) > 1:
         attn_mask = _merge_mask(attn_mask, lead, hq, query.shape[-2], key.shape[-2])
     if attn_mask is None and _flash_ok(q, k, v):
-        out = flash_attention(q, k, v, causal=bool(is_causal), scale=scale, align="top_left")
+        out = flash_attention(q, k, v, causal=bool(is_causal), scale=scale, align="top_left",
+                              dropout_p=float(dropout_p))
+    elif dropout_p:
+        raise UnsupportedError("scaled_dot_product_attention: dropout runs in the flash kernels "
+                               "only (f16 / bf16, head dims 64 / 96 / 128 / 192 / 256, no "
+                               "attn_mask)")
     else:
         out = _sdpa(q, k, v, attn_mask, bool(is_causal), scale)
     o = permute_dims(out, (0, 2, 1, 3))                    # (B, Hq, L, Ev)

@@ -23,7 +23,9 @@ __all__ = ["dropout", "gumbel_softmax"]
 _DEFAULT = []
 
 
-def _gen(generator, seed=None) -> Generator:
+def resolve_generator(generator, seed=None) -> Generator:
+    """``generator`` (an array_api.random.Generator) itself, else a fresh Generator(seed) when
+    ``seed`` is given, else the module's default generator (OS-seeded once)."""
     if generator is not None:
         if not isinstance(generator, Generator):
             raise TypeError(f"generator must be an array_api.random.Generator, got "
@@ -52,7 +54,7 @@ def dropout(x: Array, p: float = 0.5, training: bool = True, *, seed=None,
     desc = DropoutDescriptor(x.shape, x.dtype, float(p))
     if not training or desc.p == 0.0:
         return x
-    g = _gen(generator, seed)
+    g = resolve_generator(generator, seed)
     plan = _plans.select(DropoutPlan, desc)
     xd = _dense_aligned(x)
     y = Array._empty(x.shape, x.dtype, x.device)
@@ -68,7 +70,7 @@ def gumbel_softmax(logits: Array, tau: float = 1.0, hard: bool = False, axis: in
     _plans.check_array(logits, "logits")
     if logits.ndim == 0:
         raise InvalidProblemError("gumbel_softmax: logits must have at least one dimension")
-    g = _gen(generator)
+    g = resolve_generator(generator)
     plan = _plans.select(GumbelSoftmaxPlan, GumbelSoftmaxDescriptor(
         logits.shape, logits.dtype, axis, float(tau), bool(hard)))
     y = Array._empty(logits.shape, logits.dtype, logits.device)

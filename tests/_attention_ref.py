@@ -248,3 +248,77 @@ def rope_backward(dy, cos, sin, *, rotary_dim: Optional[int] = None, layout: str
                   position_ids=None) -> np.ndarray:
     """The gradient of :func:`rope`: the rotation by the opposite angles."""
     return _rotate(dy, cos, sin, rotary_dim, layout, -1.0, position_ids)
+
+
+# -------------------------------------------------------------------------------- dropout
+_PHILOX_M = (0xD2511F53, 0xCD9E8D57)
+_PHILOX_W = (0x9E3779B9, 0xBB67AE85)
+_U32 = np.uint64(0xFFFFFFFF)
+
+
+def philox4x32_10(c0, c1, c2, c3, k0, k1):
+    """Philox4x32-10 on numpy uint64 arrays holding 32-bit words (vectorised): the four output
+    words (Random123's known answer: counter 0, key 0 → 6627e8d5 e169c58d bc57ac4c 9b00dbd8)."""
+    c0, c1, c2, c3, k0, k1 = (np.asarray(x, np.uint64) & _U32 for x in (c0, c1, c2, c3, k0, k1))
+    for r in range(10):
+        p0 = c0 * np.uint64(_PHILOX_M[0])
+        p1 = c2 * np.uint64(_PHILOX_M[1])
+        c0, c1, c2, c3 = ((p1 >> np.uint64(32)) ^ c1 ^ k0, p1 & _U32,
+                          (p0 >> np.uint64(32)) ^ c3 ^ k1, p0 & _U32)
+        if r < 9:
+            k0 = (k0 + np.uint64(_PHILOX_W[0])) & _U32
+            k1 = (k1 + np.uint64(_PHILOX_W[1])) & _U32
+    return c0, c1, c2, c3
+
+
+def dropout_factors(seed: int, offset: int, p: float, batch: int, heads: int, sq: int, sk: int):
+    """(B, Hq, Sq, Sk) float64 attention-dropout factors: 1 / (1 − p) where kept, 0 where dropped
+    — element e = ((b·Hq + h)·sq + i)·sk + j keeps iff word e mod 4 of Philox block
+    offset + e div 4 (key = seed) is >= round(p·2³²) (the flash plans' convention)."""
+    thr = min(int(round(p * 2.0 ** 32)), 2 ** 32 - 1)
+    e = np.arange(batch * heads * sq * sk, dtype=np.uint64)
+    blk = np.uint64(offset) + (e >> np.uint64(2))
+    w = philox4x32_10(blk & _U32, blk >> np.uint64(32), 0, 0, seed & 0xFFFFFFFF,
+                      (seed >> 32) & 0xFFFFFFFF)
+    word = np.choose((e & np.uint64(3)).astype(np.int64), w)
+    keep = word >= np.uint64(thr)
+    z = np.where(keep, 1.0 / (1.0 - thr * 2.0 ** -32), 0.0)
+    return z.reshape(batch, heads, sq, sk)
+
+
+def attention_dropout(q, k, v, z, *, scale=None, causal=False, align="bottom_right"):
+    """(out, lse) in float64 with dropout factors ``z`` (B, Hq, Sq, Sk) applied to the
+    normalised probabilities (the lse is the undropped one)."""
+    q, k, v = (np.asarray(t, np.float64) for t in (q, k, v))
+    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else float(scale)
+    _raw, s, keep = _scores(q, k, scale, 0.0, None, align, None, causal, (-1, -1))
+    _, lse = attention(q, k, v, scale=scale, causal=causal, align=align)
+    fin = np.isfinite(lse)[..., None]
+    p = np.where(keep & fin, np.exp(np.where(keep, s, 0.0) - np.where(fin, lse[..., None], 0)),
+                 0.0)
+    return np.einsum("bhqk,bkhd->bqhd", p * z, _expand_kv(v, q.shape[2])), lse
+
+
+def attention_dropout_backward(q, k, v, dout, z, *, scale=None, causal=False,
+                               align="bottom_right"):
+    """(dq, dk, dv) in float64 of :func:`attention_dropout`'s output for the loss
+    sum(out · dout): dV = (P∘Z)ᵀ dO, dS = P ∘ (dO Vᵀ ∘ Z − rowsum(dO ∘ O))."""
+    q, k, v, dout = (np.asarray(t, np.float64) for t in (q, k, v, dout))
+    b, sq, hq, d = q.shape
+    hk = k.shape[2]
+    scale = 1.0 / np.sqrt(d) if scale is None else float(scale)
+    _raw, s, keep = _scores(q, k, scale, 0.0, None, align, None, causal, (-1, -1))
+    out, lse = attention_dropout(q, k, v, z, scale=scale, causal=causal, align=align)
+    fin = np.isfinite(lse)[..., None]
+    p = np.where(keep & fin, np.exp(np.where(keep, s, 0.0) - np.where(fin, lse[..., None], 0)),
+                 0.0)
+    ve, ke = _expand_kv(v, hq), _expand_kv(k, hq)
+    dve = np.einsum("bhqk,bqhd->bkhd", p * z, dout)
+    dp = np.einsum("bqhd,bkhd->bhqk", dout, ve)
+    delta = np.einsum("bqhd,bqhd->bhq", dout, out)[..., None]
+    ds = p * (dp * z - delta)
+    dq = scale * np.einsum("bhqk,bkhd->bqhd", ds, ke)
+    dke = scale * np.einsum("bhqk,bqhd->bkhd", ds, q)
+    g = hq // hk
+    return (dq, dke.reshape(b, k.shape[1], hk, g, d).sum(3),
+            dve.reshape(b, v.shape[1], hk, g, v.shape[3]).sum(3))

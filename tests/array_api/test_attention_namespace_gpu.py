@@ -128,3 +128,27 @@ def test_rope_and_backward(layout):
     bad = np.broadcast_to(np.arange(37) + 40, (2, 37)).astype(np.int32)
     with pytest.raises(IndexError):                             # found by the kernel
         xp.rope(x, cos, sin, rotary_dim=32, position_ids=xp.asarray(bad))
+
+
+def test_flash_attention_dropout_and_backward():
+    """xp.flash_attention with dropout draws (seed, offset) from the generator, returns it with
+    the lse, and xp.flash_attention_backward regenerates the same mask from it."""
+    xp = _xp()
+    q, qn = _data((1, 40, 4, 64), 21, "bfloat16")
+    k, kn = _data((1, 60, 4, 64), 22, "bfloat16")
+    v, vn = _data((1, 60, 4, 64), 23, "bfloat16")
+    do, don = _data((1, 40, 4, 64), 24, "bfloat16")
+    g = xp.random.Generator(5, offset=10)
+    out, lse, state = xp.flash_attention(q, k, v, causal=True, return_lse=True, dropout_p=0.25,
+                                         generator=g)
+    assert state == (5, 10) and g.offset == 10 + (40 * 60 * 4 + 3) // 4
+    z = ref.dropout_factors(5, 10, 0.25, 1, 4, 40, 60)
+    r_out, _ = ref.attention_dropout(qn, kn, vn, z, causal=True)
+    _check(out, r_out, "bfloat16", 1.0 / 0.75, "out (dropout)")
+    grads = xp.flash_attention_backward(do, q, k, v, out, lse, causal=True, dropout_p=0.25,
+                                        dropout_state=state)
+    want = ref.attention_dropout_backward(qn, kn, vn, don, z, causal=True)
+    for got, w, n in zip(grads, want, ("dq", "dk", "dv")):
+        _check(got, w, "bfloat16", float(np.abs(w).max()) / 0.75, n)
+    with pytest.raises(ValueError):
+        xp.flash_attention_backward(do, q, k, v, out, lse, causal=True, dropout_p=0.25)

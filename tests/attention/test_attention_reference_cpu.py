@@ -231,3 +231,19 @@ def test_rope_position_ids_gather_the_tables():
     np.testing.assert_allclose(y[1], R.rope(x[1], c1, s1), rtol=1e-14)
     with pytest.raises(ValueError):
         R.rope(x, cos, sin, rotary_dim=5)
+
+
+def test_philox_known_answers_and_dropout_rate():
+    """Random123's Philox4x32-10 known answers; the dropout factors keep ~1 − p of the
+    elements and scale them by 1 / (1 − p)."""
+    from tests._attention_ref import dropout_factors, philox4x32_10
+    assert [int(x) for x in philox4x32_10(0, 0, 0, 0, 0, 0)] == \
+        [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]
+    m = 0xFFFFFFFF
+    assert [int(x) for x in philox4x32_10(m, m, m, m, m, m)] == \
+        [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]
+    z = dropout_factors(1234, 99, 0.3, 2, 4, 33, 65)
+    kept = z > 0
+    assert abs(kept.mean() - 0.7) < 0.02
+    assert np.allclose(z[kept], 1 / (1 - round(0.3 * 2 ** 32) * 2.0 ** -32))
+    assert not np.array_equal(kept, dropout_factors(1234, 100, 0.3, 2, 4, 33, 65) > 0)

@@ -196,3 +196,34 @@ def test_bwd_against_torch_autograd():
         rtol = 8 * eps("bfloat16")
         err = (got.double() - want).norm() / want.norm()
         assert err <= rtol, (n, float(err))
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_bwd_dropout(d):
+    """Gradients with attention dropout (the forward's Philox mask regenerated) against the
+    float64 reference, on both backward paths."""
+    from baracuda_dsl.ops.attention.flash import (FlashAttentionArgs, FlashAttentionDescriptor,
+                                                  FlashAttentionPlan)
+    q, k, v = make_qkv(1, 90, 130, 4, 2, d, "bf16", seed=43)
+    do = _rand(q.shape, torch.bfloat16, 44)
+    seed, off, p = 99, 5, 0.3
+    kw = dict(causal=True, dropout_p=p)
+    fw = FlashAttentionPlan.select(FlashAttentionDescriptor(1, 90, 130, 4, 2, d, "bf16", **kw))
+    out = torch.empty_like(q)
+    lse = torch.empty((1, 4, 90), dtype=torch.float32, device="cuda")
+    fw.run(FlashAttentionArgs(q, k, v, out, lse, dropout_seed=seed, dropout_offset=off))
+    plan = FlashAttentionBackwardPlan.select(FlashAttentionBackwardDescriptor(
+        1, 90, 130, 4, 2, d, "bf16", deterministic=PATH[0] == "deterministic", **kw))
+    grads = [torch.full(t.shape, float("nan"), dtype=t.dtype, device="cuda") for t in (q, k, v)]
+    ws = torch.empty(plan.workspace_size(), dtype=torch.uint8, device="cuda")
+    plan.run(FlashAttentionBackwardArgs(q, k, v, out, do, lse, *grads, dropout_seed=seed,
+                                        dropout_offset=off), workspace=ws)
+    torch.cuda.synchronize()
+    z = ref.dropout_factors(seed, off, p, 1, 4, 90, 130)
+    want = ref.attention_dropout_backward(_np(q), _np(k), _np(v), _np(do), z, causal=True)
+    rtol, atol = bounds("bfloat16", compute="float32", terms=d + 16, inputs="bfloat16")
+    for got, w, n in zip(grads, want, ("dq", "dk", "dv")):
+        # every term is rounded to bf16 once (P·Z, dS) and scaled by up to 1 / (1 − p): bound
+        # relative to the largest gradient magnitude of the tensor
+        assert_close(got, w, 4 * rtol / (1 - p), atol, scale=np.full(w.shape, np.abs(w).max()),
+                     what=n)

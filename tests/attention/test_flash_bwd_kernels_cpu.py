@@ -17,7 +17,8 @@ from tests._attention_ref import attention, attention_backward
 LOG2E = math.log2(math.e)
 SM89_SMEM = 99 * 1024           # the smallest per-CTA shared memory of the three arches
 
-_TAIL = ["lb", "lh", "slb", "slh", "scale", "softcap", "left", "right", "flags"]
+_TAIL = ["lb", "lh", "slb", "slh", "scale", "softcap", "left", "right", "flags", "dseed", "doff",
+         "dthr"]
 _STRIDES = ["qb", "qs", "qh", "kb", "ks", "kh", "vb", "vs", "vh", "gb", "gs", "gh"]
 ABIS = {
     "flash_bwd_pre": ["o", "do", "delta", "cu_q", "sq", "ob", "os", "oh", "gb", "gs", "gh",
@@ -51,9 +52,11 @@ def test_space_and_geometry():
         t = get_template(name)
         assert t.family == "attention" and t.knobs is fwd_spec.FlashKnobs
         assert t.module == f"baracuda_dsl.ops.attention.kernels.{name}"
+        dropout = 1 if name == "flash_bwd_pre" else 2          # pre never sees P
         for arch in ("sm80", "sm89", "sm90a"):
             skus = list(t.skus(arch))
-            assert len(skus) == len(fwd_spec.DTYPES) * len(fwd_spec.HEAD_DIMS), (name, arch)
+            assert len(skus) == len(fwd_spec.DTYPES) * len(fwd_spec.HEAD_DIMS) * dropout, \
+                (name, arch)
         for kn in t.space():
             g = t.geometry(kn)
             assert g.smem_bytes <= SM89_SMEM and g.cluster == 1, (name, kn)

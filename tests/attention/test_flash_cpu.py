@@ -59,10 +59,10 @@ def test_descriptor_validation():
         desc(softcap=float("inf"))
     with pytest.raises(InvalidProblemError):
         desc(alibi="all")
-    with pytest.raises(UnsupportedError, match="dropout"):
-        desc(dropout_p=0.1)
     with pytest.raises(InvalidProblemError):
         desc(dropout_p=1.0)
+    with pytest.raises(InvalidProblemError):
+        desc(dropout_p=-0.1)
     with pytest.raises(InvalidProblemError):
         desc(total_q=5)
     with pytest.raises(UnsupportedError):
@@ -102,6 +102,20 @@ def test_launch_arguments(launches):
     assert math.isclose(args[27], 1 / math.sqrt(128), rel_tol=1e-12)
     assert args[28] == 30.0 and args[29:31] == [-1, 0]
     assert args[31] == spec.SOFTCAP                              # top-left: no BOTTOM_RIGHT
+    assert args[32:] == [0, 0, 0]                                # no dropout
+
+
+def test_dropout_arguments(launches):
+    d = desc(dropout_p=0.25)
+    plan = FlashAttentionPlan.select(d, PREF)
+    assert dict(plan.sku().knobs)["dropout"] is True
+    plan.run(_args(d, dropout_seed=2 ** 64 - 1, dropout_offset=12345))
+    (name, knobs, grid, args, _), = launches
+    assert knobs["dropout"] is True
+    assert args[32:] == [-1, 12345, 2 ** 30]                     # seed as signed 64-bit
+    for bad in (dict(dropout_seed=-1), dict(dropout_offset=2 ** 62), dict(dropout_seed=1.5)):
+        with pytest.raises(InvalidProblemError):
+            plan.run(_args(d, **bad))
 
 
 def test_kernel_choice(launches):
@@ -185,12 +199,13 @@ def test_space():
     from baracuda_dsl.ops import get_template
     for arch in ("sm80", "sm89", "sm90a"):
         skus = list(get_template("flash_fwd").skus(arch))
-        assert len(skus) == len(spec.DTYPES) * len(spec.HEAD_DIMS)
+        assert len(skus) == len(spec.DTYPES) * len(spec.HEAD_DIMS) * 2      # × dropout
+        assert len(list(get_template("flash_bwd_pre").skus(arch))) == 10  # never sees P
     for d in spec.HEAD_DIMS:
         assert spec.fwd_smem(d) <= 99 * 1024          # sm89's per-CTA limit
         assert spec.sm90_smem(d) <= 227 * 1024        # sm90's
     assert not list(get_template("flash_fwd_sm90").skus("sm89"))
-    assert len(list(get_template("flash_fwd_sm90").skus("sm90a"))) == 10
+    assert len(list(get_template("flash_fwd_sm90").skus("sm90a"))) == 20
 
 
 @pytest.mark.parametrize("arch", [ArchSku.SM80, ArchSku.SM89, ArchSku.SM90A])
@@ -236,7 +251,7 @@ def test_backward_paths_and_workspace():
     assert p80.sku().template == "flash_bwd_dkdv"
     from baracuda_dsl.ops import get_template
     assert not list(get_template("flash_bwd_sm90").skus("sm80"))
-    assert len(list(get_template("flash_bwd_sm90").skus("sm90a"))) == 4
+    assert len(list(get_template("flash_bwd_sm90").skus("sm90a"))) == 8
     for d in sm90_bwd.SM90_BWD_DIMS:
         assert sm90_bwd.sm90_bwd_smem(d) <= 227 * 1024
 

@@ -212,3 +212,35 @@ def test_fwd_lse_in_workspace():
     q, k, v = make_qkv(1, 64, 64, 2, 2, 64)
     out, _ = run_fwd(q, k, v, lse_out=False)
     check_fwd(q, k, v, out, None)
+
+
+@pytest.mark.parametrize("d,causal", [(64, True), (128, False)])
+def test_fwd_dropout(d, causal):
+    """Attention dropout against the float64 reference with the same Philox mask (the lse is
+    the undropped one); the same (seed, offset) reproduces the output bit for bit, another
+    offset changes it."""
+    q, k, v = make_qkv(2, 70, 150, 4, 2, d, "bf16", seed=41)
+    seed, off, p = 2 ** 63 + 12345, 777, 0.2
+    desc = FlashAttentionDescriptor(2, 70, 150, 4, 2, d, "bf16", causal=causal, dropout_p=p)
+    plan = FlashAttentionPlan.select(
+        desc, PlanPreference(tuning=(FlashTuning(kernel=KERNEL[0]),)))
+    assert dict(plan.sku().knobs)["dropout"] is True
+
+    def run(offset):
+        out = torch.full(q.shape, float("nan"), dtype=q.dtype, device="cuda")
+        lse = torch.full(desc.lse_shape(), float("nan"), dtype=torch.float32, device="cuda")
+        plan.run(FlashAttentionArgs(q, k, v, out, lse, dropout_seed=seed, dropout_offset=offset))
+        torch.cuda.synchronize()
+        return out, lse
+    out, lse = run(off)
+    z = ref.dropout_factors(seed, off, p, 2, 4, 70, 150)
+    r_out, r_lse = ref.attention_dropout(_np(q), _np(k), _np(v), z, causal=causal)
+    rtol, atol = bounds("bfloat16", compute="float32", terms=d + 16, inputs="bfloat16")
+    vmax = float(np.abs(_np(v)).max()) / (1 - p)
+    assert_close(out, r_out, rtol, atol, scale=np.full(r_out.shape, vmax), what="out")
+    lr, la = bounds("float32", compute="float32", terms=d + 16)
+    assert_close(lse, r_lse, lr * 4, la, scale=np.full(r_lse.shape, 10.0), what="lse")
+    again, _ = run(off)
+    assert torch.equal(out.view(torch.int16), again.view(torch.int16))
+    other, _ = run(off + 1)
+    assert not torch.equal(out, other)

@@ -19,13 +19,19 @@ head h reads kv head h // (Hq / Hk).  Any strides with unit stride along D, stri
 f32 / f64, other head dims and arbitrary masks go to ``SdpaPlan`` (UnsupportedError says so).
 
 dtypes f16 / bf16 with f32 accumulation and softmax; head dims 64, 96, 128, 192, 256.  Kernels:
-forward ``flash_fwd_sm90`` (sm90a: ``wgmma``, P fed from registers, double-buffered
-``cp.async`` K / V tiles) and ``flash_fwd`` (``mma.sync`` + ``cp.async``: sm80 / sm89, and sm90a
-when :class:`FlashTuning` asks for it), the backward ``flash_bwd_pre``
-(delta = rowsum(dO∘O)), ``flash_bwd_dkdv`` (one CTA per key tile and kv head: dK, dV summed over
-the query heads of the group) and ``flash_bwd_dq`` (one CTA per query tile: dQ over the key
-tiles).  No float atomics anywhere: forward and backward are deterministic and bit-stable.
-Dropout is not wired (``dropout_p > 0`` raises UnsupportedError).
+forward ``flash_fwd_sm90`` (sm90a: a cp.async producer warpgroup and two wgmma consumer
+warpgroups, P fed from registers) and ``flash_fwd`` (``mma.sync`` + ``cp.async``: sm80 / sm89, and
+sm90a when :class:`FlashTuning` asks for it); backward ``flash_bwd_pre`` (delta = rowsum(dO∘O)),
+then on sm90a at head dims 64 / 128 the one-pass ``flash_bwd_sm90`` (dQ summed with f32 atomics,
+``flash_bwd_post`` converts it) unless ``deterministic=True``, else ``flash_bwd_dkdv`` (one CTA
+per key tile and kv head: dK, dV summed over the query heads of the group) and ``flash_bwd_dq``
+(one CTA per query tile), with no atomics: bit-identical reruns.  The forward is deterministic.
+
+Attention dropout (``dropout_p`` > 0, the ``dropout`` SKUs): P's element (b, h, i, j) is kept iff
+word e mod 4 of Philox4x32-10 block e div 4 of the stream (``dropout_seed``, ``dropout_offset``)
+is >= round(p·2³²), e = ((b·Hq + h)·seqlen_q + i)·seqlen_k + j (i, j within the sequence) — the
+project's generator convention (``ops/random/kernels/philox.py``); kept elements are scaled by
+1 / (1 − p); the lse is that of the undropped scores; the backward regenerates the same mask.
 """
 
 from __future__ import annotations
@@ -79,8 +85,8 @@ class FlashAttentionDescriptor:
     ``heads_k``, ``head_dim``; ``dtype`` f16 / bf16; ``causal``; ``window`` (left, right), −1 =
     unbounded; ``align`` ``"bottom_right"`` | ``"top_left"``; ``softcap`` (0 = off); ``scale``
     (None = 1/√head_dim); ``alibi`` ``"none"`` | ``"heads"`` (slopes (Hq,)) | ``"batch_heads"``
-    ((B, Hq)); ``varlen`` with ``total_q`` / ``total_k`` packed rows; ``dropout_p`` (must be 0:
-    not wired yet)."""
+    ((B, Hq)); ``varlen`` with ``total_q`` / ``total_k`` packed rows; ``dropout_p`` in [0, 1)
+    (the seed and offset of the draw are run-time Args)."""
 
     batch: int
     seqlen_q: int
@@ -195,9 +201,7 @@ def _validate(d, what: str) -> None:
     p = check_finite(d.dropout_p, f"{what}.dropout_p")
     if not 0.0 <= p < 1.0:
         raise InvalidProblemError(f"{what}.dropout_p must be in [0, 1), got {p}")
-    if p > 0:
-        raise UnsupportedError(f"{what}: dropout is not wired in the flash kernels yet "
-                               f"(dropout_p = 0 is)")
+    object.__setattr__(d, "dropout_p", float(p))
     if not d.varlen and (d.total_q or d.total_k):
         raise InvalidProblemError(f"{what}: total_q / total_k are for varlen=True")
 
@@ -207,7 +211,9 @@ def _validate(d, what: str) -> None:
 class FlashAttentionArgs:
     """q, k, v (inputs), out (output, q's shape and dtype), lse (output, f32: (B, Hq, Sq), or
     (Hq, Tq) when varlen; None: the plan's workspace holds it), cu_seqlens_q / cu_seqlens_k
-    ((B + 1,) int32, varlen only), alibi_slopes (f32, (Hq,) or (B, Hq))."""
+    ((B + 1,) int32, varlen only), alibi_slopes (f32, (Hq,) or (B, Hq)), dropout_seed
+    (0 <= seed < 2⁶⁴) / dropout_offset (Philox block offset, 0 <= offset < 2⁶²) of the dropout
+    draw (read when the descriptor's dropout_p > 0; the backward must get the same pair)."""
 
     q: object
     k: object
@@ -217,12 +223,15 @@ class FlashAttentionArgs:
     cu_seqlens_q: object = None
     cu_seqlens_k: object = None
     alibi_slopes: object = None
+    dropout_seed: int = 0
+    dropout_offset: int = 0
 
 
 @dataclass
 class FlashAttentionBackwardArgs:
     """q, k, v, out, dout (dO, out's shape), lse (the forward's), cu_seqlens_q / cu_seqlens_k,
-    alibi_slopes as the forward; dq, dk, dv (outputs, the shapes of q, k, v)."""
+    alibi_slopes, dropout_seed / dropout_offset as the forward; dq, dk, dv (outputs, the shapes
+    of q, k, v)."""
 
     q: object
     k: object
@@ -236,6 +245,8 @@ class FlashAttentionBackwardArgs:
     cu_seqlens_q: object = None
     cu_seqlens_k: object = None
     alibi_slopes: object = None
+    dropout_seed: int = 0
+    dropout_offset: int = 0
 
 
 # ================================================================================ helpers
@@ -286,7 +297,10 @@ class _FlashCommon(Plan):
 
     def _plan(self) -> None:
         d = self.desc
-        self._knobs = spec.FlashKnobs(dtype=d.dtype.short, head_dim=d.head_dim)
+        self._knobs = spec.FlashKnobs(dtype=d.dtype.short, head_dim=d.head_dim,
+                                      dropout=d.dropout_p > 0)
+        self._plain = spec.FlashKnobs(dtype=d.dtype.short, head_dim=d.head_dim)
+        self._thr = min(int(round(d.dropout_p * 2.0 ** 32)), 2 ** 32 - 1)
         self._left, self._right = d.bounds
         flags = 0
         if d.varlen:
@@ -359,6 +373,14 @@ class _FlashCommon(Plan):
             return (0, sl.strides[0])
         return (sl.strides[0], sl.strides[1])
 
+    def _dropout_tail(self, args):
+        """(seed as a signed 64-bit value, offset, threshold) of the dropout draw."""
+        seed, off = args.dropout_seed, args.dropout_offset
+        for v, n, hi in ((seed, "dropout_seed", 2 ** 64), (off, "dropout_offset", 2 ** 62)):
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < hi:
+                raise InvalidProblemError(f"{n} must be an int in [0, {hi}), got {v!r}")
+        return (seed - 2 ** 64 if seed >= 2 ** 63 else seed, off, self._thr)
+
     def _scalars(self):
         d = self.desc
         return (d.softmax_scale, d.softcap if d.softcap > 0 else 1.0, self._left, self._right,
@@ -416,10 +438,10 @@ class FlashAttentionPlan(_FlashCommon):
                ("alibi_slopes", sl))
         check_disjoint(o, "out", ins)
         check_disjoint(lse, "lse", ins + (("out", o),))
-        return q, k, v, o, lse, cuq, cuk, sl
+        return q, k, v, o, lse, cuq, cuk, sl, self._dropout_tail(args)
 
     def _launch(self, bound, stream: int, ws: Workspace) -> None:
-        q, k, v, o, lse, cuq, cuk, sl = bound
+        q, k, v, o, lse, cuq, cuk, sl, drop = bound
         d = self.desc
         if lse is None:
             if ws.nbytes < self.lse_bytes():
@@ -435,7 +457,7 @@ class FlashAttentionPlan(_FlashCommon):
         vals = ((q.ptr, k.ptr, v.ptr, o.ptr, lse_ptr) + self._tail_ptrs(cuq, cuk, sl)
                 + (d.seqlen_q, d.seqlen_k, d.heads_q // d.heads_k)
                 + _strides(q, vl) + _strides(k, vl) + _strides(v, vl) + _strides(o, vl)
-                + self._lse_strides(lse) + self._slope_strides(sl) + self._scalars())
+                + self._lse_strides(lse) + self._slope_strides(sl) + self._scalars() + drop)
         kern.launch(grid, vals, stream)
 
 
@@ -502,10 +524,10 @@ class FlashAttentionBackwardPlan(_FlashCommon):
         check_disjoint(dq, "dq", ins)
         check_disjoint(dk, "dk", ins + (("dq", dq),))
         check_disjoint(dv, "dv", ins + (("dq", dq), ("dk", dk)))
-        return q, k, v, o, do, lse, dq, dk, dv, cuq, cuk, sl
+        return q, k, v, o, do, lse, dq, dk, dv, cuq, cuk, sl, self._dropout_tail(args)
 
     def _launch(self, bound, stream: int, ws: Workspace) -> None:
-        q, k, v, o, do, lse, dq, dk, dv, cuq, cuk, sl = bound
+        q, k, v, o, do, lse, dq, dk, dv, cuq, cuk, sl, drop = bound
         d = self.desc
         vl = d.varlen
         cu_q, cu_k, slp = self._tail_ptrs(cuq, cuk, sl)
@@ -518,7 +540,7 @@ class FlashAttentionBackwardPlan(_FlashCommon):
         if (lb, lh) != (gb, gh):
             raise UnsupportedError(f"lse must be contiguous {d.lse_shape()} (strides "
                                    f"{(lb, lh)}): delta is laid out like it")
-        pre = self._kernel(bwd_spec.FLASH_BWD_PRE, self._knobs, q.device)
+        pre = self._kernel(bwd_spec.FLASH_BWD_PRE, self._plain, q.device)
         rows = bwd_spec.PRE_ROWS
         grid = ((d.seqlen_q + rows - 1) // rows, d.heads_q, d.batch)
         if grid[0]:
@@ -526,7 +548,7 @@ class FlashAttentionBackwardPlan(_FlashCommon):
                        + _strides(do, vl) + (lb, lh, self._flags), stream)
         common = (d.seqlen_q, d.seqlen_k, d.heads_q // d.heads_k) + _strides(q, vl) + \
             _strides(k, vl) + _strides(v, vl) + _strides(do, vl)
-        tail = (lb, lh) + self._slope_strides(sl) + self._scalars()
+        tail = (lb, lh) + self._slope_strides(sl) + self._scalars() + drop
         if self._fast:
             self._launch_fast(q, k, v, do, lse, dq, dk, dv, cu_q, cu_k, slp, common, tail,
                               ws, stream)
@@ -566,7 +588,7 @@ class FlashAttentionBackwardPlan(_FlashCommon):
                         + _strides(dv, d.varlen) + astr + tail, stream)
         rows = sm90_bwd.POST_ROWS
         pgrid = ((d.seqlen_q + rows - 1) // rows, d.heads_q, d.batch)
-        post = self._kernel(sm90_bwd.FLASH_BWD_POST, self._knobs, q.device)
+        post = self._kernel(sm90_bwd.FLASH_BWD_POST, self._plain, q.device)
         post.launch(pgrid, (acc, dq.ptr, cu_q, d.seqlen_q) + astr + _strides(dq, d.varlen)
                     + (d.softmax_scale, self._flags), stream)
 

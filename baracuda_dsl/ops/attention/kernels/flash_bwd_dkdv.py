@@ -32,7 +32,7 @@ from cutlass import Float32, Int32, Int64
 
 from ..specs.flash import VARLEN, FlashKnobs
 from ..specs.flash_bwd import DKDV_STAGES, DKDV_THREADS, DKDV_TILES, dkdv_smem
-from .flash_common import (TYPES, atom_width, copy_rows, diag_offset, g2s_copy, load_row_stats,
+from .flash_common import (TYPES, Dropout, atom_width, copy_rows, diag_offset, g2s_copy, load_row_stats,
                            load_tile, make_consts, mn_view, need_mask, probs_and_grads,
                            query_tile_range, score_consts, seq_bounds, smem_gemm, smem_tile,
                            staged_tile)
@@ -80,7 +80,7 @@ def build(knobs: FlashKnobs):
                kh: Int64, vb: Int64, vs: Int64, vh: Int64, gb: Int64, gs: Int64, gh: Int64,
                dkb: Int64, dks: Int64, dkh: Int64, dvb: Int64, dvs: Int64, dvh: Int64,
                lb: Int64, lh: Int64, slb: Int64, slh: Int64, scale: Float32, softcap: Float32,
-               left: Int32, right: Int32, flags: Int32):
+               left: Int32, right: Int32, flags: Int32, dseed: Int64, doff: Int64, dthr: Int64):
         tidx, _, _ = cute.arch.thread_idx()
         nb, hk, b = cute.arch.block_idx()
         q0, nq = seq_bounds(pcuq, b, flags, sq)
@@ -228,7 +228,11 @@ def build(knobs: FlashKnobs):
                                Int64(b) * lb + Int64(h) * lh + Int64(q0), m0, nq)
                 slope2, cap_in, cap_out, s_mul = score_consts(pslope, b, h, slb, slh, scale,
                                                               softcap, flags)
-                sc = make_consts(slope2, cap_in, cap_out, s_mul, flags)
+                drop = None
+                if cutlass.const_expr(knobs.dropout):
+                    _, hkn, _ = cute.arch.grid_dim()
+                    drop = Dropout(dseed, doff, dthr, b, h, Int32(hkn) * ratio, sq, sk)
+                sc = make_consts(slope2, cap_in, cap_out, s_mul, flags, drop)
                 cute.arch.cp_async_wait_group(0)
                 cute.arch.sync_threads()
                 if cutlass.const_expr(ST == 2):
@@ -318,12 +322,13 @@ def build(knobs: FlashKnobs):
                kh: Int64, vb: Int64, vs: Int64, vh: Int64, gb: Int64, gs: Int64, gh: Int64,
                dkb: Int64, dks: Int64, dkh: Int64, dvb: Int64, dvs: Int64, dvh: Int64,
                lb: Int64, lh: Int64, slb: Int64, slh: Int64, scale: Float32, softcap: Float32,
-               left: Int32, right: Int32, flags: Int32, nblocks: Int32, heads: Int32,
+               left: Int32, right: Int32, flags: Int32, dseed: Int64, doff: Int64,
+               dthr: Int64, nblocks: Int32, heads: Int32,
                batch: Int32, stream):
         kernel(pq, pk, pv, pdo, plse, pdelta, pdk, pdv, pcuq, pcuk, pslope, sq, sk, ratio, qb,
                qs, qh, kb, ks, kh, vb, vs, vh, gb, gs, gh, dkb, dks, dkh, dvb, dvs, dvh, lb, lh,
                slb, slh, scale, softcap, left, right,
-               flags).launch(grid=[nblocks, heads, batch], block=[NT, 1, 1],
+               flags, dseed, doff, dthr).launch(grid=[nblocks, heads, batch], block=[NT, 1, 1],
                              smem=dkdv_smem(D), stream=stream)
 
     from cutlass.cute.runtime import make_fake_stream, make_ptr
@@ -334,6 +339,6 @@ def build(knobs: FlashKnobs):
     args = ([ptr(T, 16)] * 4 + [ptr(Float32, 4), ptr(Float32, 4), ptr(T, 16), ptr(T, 16),
                                 ptr(Int32, 4), ptr(Int32, 4), ptr(Float32, 4)]
             + [Int32(1), Int32(1), Int32(1)] + [Int64(8)] * 22
-            + [Float32(1.0), Float32(0.0), Int32(-1), Int32(-1), Int32(0),
+            + [Float32(1.0), Float32(0.0), Int32(-1), Int32(-1), Int32(0), Int64(0), Int64(0), Int64(0),
                Int32(1), Int32(1), Int32(1), make_fake_stream()])
     return launch, args

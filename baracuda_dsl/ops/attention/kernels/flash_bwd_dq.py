@@ -29,7 +29,7 @@ from cutlass import Float32, Int32, Int64
 
 from ..specs.flash import FlashKnobs
 from ..specs.flash_bwd import DQ_THREADS, DQ_TILES, dq_smem
-from .flash_common import (TYPES, a_view, atom_width, batch_index, copy_rows, g2s_copy,
+from .flash_common import (TYPES, Dropout, a_view, atom_width, batch_index, copy_rows, g2s_copy,
                            load_row_stats, make_consts, mn_view, need_mask, probs_and_grads,
                            query_tile_keys, reg_a_gemm, rows_view, score_consts, seq_bounds,
                            smem_gemm, smem_tile)
@@ -58,7 +58,7 @@ def build(knobs: FlashKnobs):
                qb: Int64, qs: Int64, qh: Int64, kb: Int64, ks: Int64, kh: Int64, vb: Int64,
                vs: Int64, vh: Int64, gb: Int64, gs: Int64, gh: Int64, dqb: Int64, dqs: Int64,
                dqh: Int64, lb: Int64, lh: Int64, slb: Int64, slh: Int64, scale: Float32,
-               softcap: Float32, left: Int32, right: Int32, flags: Int32):
+               softcap: Float32, left: Int32, right: Int32, flags: Int32, dseed: Int64, doff: Int64, dthr: Int64):
         tidx, _, _ = cute.arch.thread_idx()
         mb, h, b = cute.arch.block_idx()
         q0, nq = seq_bounds(pcuq, b, flags, sq)
@@ -147,7 +147,11 @@ def build(knobs: FlashKnobs):
                            Int64(b) * lb + Int64(h) * lh + Int64(q0), m0, nq)
             slope2, cap_in, cap_out, s_mul = score_consts(pslope, b, h, slb, slh, scale,
                                                           softcap, flags)
-            sc = make_consts(slope2, cap_in, cap_out, s_mul, flags)
+            drop = None
+            if cutlass.const_expr(knobs.dropout):
+                _, hq, _ = cute.arch.grid_dim()
+                drop = Dropout(dseed, doff, dthr, b, h, hq, sq, sk)
+            sc = make_consts(slope2, cap_in, cap_out, s_mul, flags, drop)
 
             # ---- prologue: Q, dO and the last visible K / V tile
             if n_iters > 0:
@@ -221,11 +225,12 @@ def build(knobs: FlashKnobs):
                qb: Int64, qs: Int64, qh: Int64, kb: Int64, ks: Int64, kh: Int64, vb: Int64,
                vs: Int64, vh: Int64, gb: Int64, gs: Int64, gh: Int64, dqb: Int64, dqs: Int64,
                dqh: Int64, lb: Int64, lh: Int64, slb: Int64, slh: Int64, scale: Float32,
-               softcap: Float32, left: Int32, right: Int32, flags: Int32,
+               softcap: Float32, left: Int32, right: Int32, flags: Int32, dseed: Int64, doff: Int64,
+               dthr: Int64,
                mblocks: Int32, heads: Int32, batch: Int32, stream):
         kernel(pq, pk, pv, pdo, plse, pdelta, pdq, pcuq, pcuk, pslope, sq, sk, ratio, qb, qs, qh,
                kb, ks, kh, vb, vs, vh, gb, gs, gh, dqb, dqs, dqh, lb, lh, slb, slh, scale,
-               softcap, left, right, flags).launch(grid=[mblocks, heads, batch],
+               softcap, left, right, flags, dseed, doff, dthr).launch(grid=[mblocks, heads, batch],
                                                    block=[NT, 1, 1], smem=dq_smem(D),
                                                    stream=stream)
 
@@ -237,6 +242,6 @@ def build(knobs: FlashKnobs):
     args = ([ptr(T, 16)] * 4 + [ptr(Float32, 4), ptr(Float32, 4), ptr(T, 16), ptr(Int32, 4),
                                 ptr(Int32, 4), ptr(Float32, 4)]
             + [Int32(1), Int32(1), Int32(1)] + [Int64(8)] * 19
-            + [Float32(1.0), Float32(0.0), Int32(-1), Int32(-1), Int32(0),
+            + [Float32(1.0), Float32(0.0), Int32(-1), Int32(-1), Int32(0), Int64(0), Int64(0), Int64(0),
                Int32(1), Int32(1), Int32(1), make_fake_stream()])
     return launch, args

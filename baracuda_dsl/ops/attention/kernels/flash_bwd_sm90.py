@@ -32,7 +32,8 @@ from cutlass.cute.nvgpu import warpgroup
 from ....blocks.sm90.tma import smem_layout
 from ..specs.flash import ALIBI, BOTTOM_RIGHT, SOFTCAP, VARLEN, FlashKnobs
 from ..specs.flash_bwd_sm90 import SM90_BWD_THREADS, SM90_BWD_TILES, sm90_bwd_smem
-from .flash_common import LOG2E, TYPES, copy_rows, g2s_copy, seq_bounds
+from .flash_common import (LOG2E, TYPES, Dropout, copy_rows, dropout_factor, g2s_copy,
+                           seq_bounds)
 from .flash_fwd_sm90 import (CONSUMER_REGS, PRODUCER_REGS, c_to_a_layout,
                              make_cp_async_pipeline, wg_mn_view)
 
@@ -82,7 +83,7 @@ def build(knobs: FlashKnobs):
                gb: Int64, gs: Int64, gh: Int64, dkb: Int64, dks: Int64, dkh: Int64,
                dvb: Int64, dvs: Int64, dvh: Int64, ab: Int64, as_: Int64, ah: Int64,
                lb: Int64, lh: Int64, slb: Int64, slh: Int64, scale: Float32, softcap: Float32,
-               left: Int32, right: Int32, flags: Int32):
+               left: Int32, right: Int32, flags: Int32, dseed: Int64, doff: Int64, dthr: Int64):
         tidx, _, _ = cute.arch.thread_idx()
         nb_, hk, b = cute.arch.block_idx()
         q0, nq = seq_bounds(pcuq, b, flags, sq)
@@ -260,6 +261,10 @@ def build(knobs: FlashKnobs):
                 for s in cutlass.range(steps):
                     h = Int32(hk) * ratio + s // n_m
                     m0 = (m_start + s % n_m) * bM
+                    drop = None
+                    if cutlass.const_expr(knobs.dropout):
+                        _, hkn, _ = cute.arch.grid_dim()
+                        drop = Dropout(dseed, doff, dthr, b, h, Int32(hkn) * ratio, sq, sk)
                     slope2 = Float32(0.0)
                     if use_alibi:
                         sl = cute.make_tensor(pslope + (Int64(b) * slb + Int64(h) * slh),
@@ -303,7 +308,13 @@ def build(knobs: FlashKnobs):
                             p = cutlass.select_(
                                 keep, cute.math.exp2(t - sL[ql, cst.index], fastmath=True),
                                 Float32(0.0))
-                            ds = p * (dP[r, c] - sDl[ql, cst.index])
+                            dpv = dP[r, c]
+                            if cutlass.const_expr(knobs.dropout):
+                                z = dropout_factor(drop, i, j)
+                                dpv = dpv * z
+                            ds = p * (dpv - sDl[ql, cst.index])
+                            if cutlass.const_expr(knobs.dropout):
+                                p = p * z
                             if use_cap:
                                 ds = ds * (Float32(1.0) - th * th)
                             S[r, c] = p
@@ -364,11 +375,12 @@ def build(knobs: FlashKnobs):
                gb: Int64, gs: Int64, gh: Int64, dkb: Int64, dks: Int64, dkh: Int64,
                dvb: Int64, dvs: Int64, dvh: Int64, ab: Int64, as_: Int64, ah: Int64,
                lb: Int64, lh: Int64, slb: Int64, slh: Int64, scale: Float32, softcap: Float32,
-               left: Int32, right: Int32, flags: Int32, nblocks: Int32, heads: Int32,
+               left: Int32, right: Int32, flags: Int32, dseed: Int64, doff: Int64,
+               dthr: Int64, nblocks: Int32, heads: Int32,
                batch: Int32, stream):
         kernel(pq, pk, pv, pdo, plse, pdelta, pdk, pdv, pdqa, pcuq, pcuk, pslope, sq, sk,
                ratio, qb, qs, qh, kb, ks, kh, vb, vs, vh, gb, gs, gh, dkb, dks, dkh, dvb, dvs,
-               dvh, ab, as_, ah, lb, lh, slb, slh, scale, softcap, left, right, flags).launch(
+               dvh, ab, as_, ah, lb, lh, slb, slh, scale, softcap, left, right, flags, dseed, doff, dthr).launch(
                    grid=[nblocks, heads, batch], block=[NT, 1, 1], smem=sm90_bwd_smem(D),
                    min_blocks_per_mp=1, stream=stream)
 
@@ -380,6 +392,6 @@ def build(knobs: FlashKnobs):
     args = ([ptr(T, 16)] * 4 + [ptr(Float32, 4), ptr(Float32, 4), ptr(T, 16), ptr(T, 16),
                                 ptr(Float32, 4), ptr(Int32, 4), ptr(Int32, 4), ptr(Float32, 4)]
             + [Int32(1), Int32(1), Int32(1)] + [Int64(8)] * 25
-            + [Float32(1.0), Float32(1.0), Int32(-1), Int32(-1), Int32(0),
+            + [Float32(1.0), Float32(1.0), Int32(-1), Int32(-1), Int32(0), Int64(0), Int64(0), Int64(0),
                Int32(1), Int32(1), Int32(1), make_fake_stream()])
     return launch, args

@@ -18,9 +18,10 @@ from types import SimpleNamespace
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Boolean, Float32, Int32, Int64
+from cutlass import Boolean, Float32, Int32, Int64, Uint64
 
 from ....blocks.sm90.invariant import LoopInvariant
+from ...random.kernels.philox import philox_block
 from ..specs.flash import ALIBI, BOTTOM_RIGHT, SOFTCAP, VARLEN
 
 
@@ -208,10 +209,12 @@ def score_consts(pslope: cute.Pointer, b: Int32, h: Int32, slb: Int64, slh: Int6
     return slope2, cap_in, cap_out, scale * LOG2E
 
 
-def make_consts(slope2, cap_in, cap_out, s_mul, flags):
-    """Bundle the score constants (a namespace the traced helpers read)."""
+def make_consts(slope2, cap_in, cap_out, s_mul, flags, drop=None):
+    """Bundle the score constants (a namespace the traced helpers read); ``drop``: the
+    :class:`Dropout` of the (batch entry, query head), or None."""
     return SimpleNamespace(slope2=slope2, cap_in=cap_in, cap_out=cap_out, s_mul=s_mul,
-                           use_cap=(flags & SOFTCAP) != 0, use_alibi=(flags & ALIBI) != 0)
+                           use_cap=(flags & SOFTCAP) != 0, use_alibi=(flags & ALIBI) != 0,
+                           drop=drop)
 
 
 @cute.jit
@@ -249,7 +252,8 @@ def probs_and_grads(S: cute.Tensor, dP: cute.Tensor, coords: cute.Tensor, m0: In
                     r_lse: cute.Tensor, r_delta: cute.Tensor, nk: Int32, off: Int32,
                     left: Int32, right: Int32, masked: Boolean, sc: SimpleNamespace):
     """In place on (rows, cols) accumulator views: S (raw q·k) ← P = exp2(t − lse·log2 e),
-    dP ← dS = P·(dP − delta) (softcap: ·(1 − tanh²)).  Element (r, c) is query row
+    dP ← dS = P·(dP − delta) (softcap: ·(1 − tanh²)); with dropout (``sc.drop``, factor Z of
+    :func:`dropout_factor`) S ← P·Z and dS = P·(dP·Z − delta).  Element (r, c) is query row
     m0 + coords[r, 0][0], key c0 + coords[0, c][1]; ``masked`` (uniform) applies the window and
     key-end masks."""
     for r in cutlass.range_constexpr(cute.size(S, mode=[0])):
@@ -280,8 +284,13 @@ def probs_and_grads(S: cute.Tensor, dP: cute.Tensor, coords: cute.Tensor, m0: In
                     keep = keep & (col >= lo)
                 t = cutlass.select_(keep, t, -Float32.inf)
             p = cute.math.exp2(t - l2, fastmath=True)
-            S[r, c] = p
-            dP[r, c] = p * (dP[r, c] - dl) * g
+            if cutlass.const_expr(sc.drop is not None):
+                z = dropout_factor(sc.drop, row, col)
+                S[r, c] = p * z
+                dP[r, c] = p * (dP[r, c] * z - dl) * g
+            else:
+                S[r, c] = p
+                dP[r, c] = p * (dP[r, c] - dl) * g
 
 
 class SoftmaxParams(LoopInvariant):
@@ -290,7 +299,8 @@ class SoftmaxParams(LoopInvariant):
     factors, base-2 ALiBi slope and the two feature switches."""
 
     def __init__(self, m0, nk, off, left, right, row_hi, s_mul, cap_in, cap_out, slope2,
-                 use_cap, use_alibi):
+                 use_cap, use_alibi, drop=None):
+        self.drop = drop
         self.m0, self.nk, self.off, self.left, self.right = m0, nk, off, left, right
         self.row_hi, self.s_mul, self.cap_in, self.cap_out = row_hi, s_mul, cap_in, cap_out
         self.slope2, self.use_cap, self.use_alibi = slope2, use_cap, use_alibi
@@ -303,7 +313,8 @@ def softmax_tile(S, tScS, row_max, row_sum, alpha, c0, p: SoftmaxParams,
     accumulator, tile coordinates ``tScS``) →
     base-2 units (softcap, ALiBi), −∞ outside the window / sequence (only when the tile crosses
     a boundary), then the online softmax: ``S`` ← exp2(t − m), ``row_max`` / ``row_sum``
-    updated, ``alpha`` ← the factor the output rows must be rescaled by."""
+    updated, ``alpha`` ← the factor the output rows must be rescaled by; with dropout
+    (``p.drop``) S is then multiplied by the elements' dropout factors."""
     masked = need_mask(p.m0, p.row_hi, c0, p.nk, p.off, p.left, p.right, bn)
     for r in cutlass.range_constexpr(cute.size(S, mode=[0])):
         row = p.m0 + tScS[r, 0][0]
@@ -340,6 +351,10 @@ def softmax_tile(S, tScS, row_max, row_sum, alpha, c0, p: SoftmaxParams,
         row_sum[r] = row_sum[r] * alpha[r] + pe.reduce(cute.ReductionOp.ADD, Float32(0.0), 0)
         row_max[r] = mnew
         S[r, None] = pe
+        if cutlass.const_expr(p.drop is not None):
+            # attention dropout: after the row sum (the normaliser sees every key)
+            for c in cutlass.range_constexpr(cute.size(S, mode=[1])):
+                S[r, c] = S[r, c] * dropout_factor(p.drop, row, c0 + tScS[0, c][1])
 
 
 @cute.jit
@@ -370,3 +385,27 @@ def rows_view(ptr, bb, row0, head, sb, ss, sh, n, d: int):
     p = ptr + (bb * sb + Int64(row0) * ss + Int64(head) * sh)
     return cute.make_tensor(p.align(16), cute.make_layout((n, d),
                                                           stride=(cute.assume(ss, divby=8), 1)))
+
+
+class Dropout(LoopInvariant):
+    """Attention dropout of one (batch entry b, query head h): element (row i, key j), both
+    counted within the sequence, has index e = ((b·Hq + h)·sq + i)·sk + j (sq, sk: the launch's
+    sequence extents) and is kept iff word e mod 4 of Philox4x32-10 block e div 4 of the stream
+    (seed, offset) (``ops/random/kernels/philox.py``) is >= ``thr`` = round(p·2³²); kept
+    elements are scaled by 1 / (1 − thr·2⁻³²)."""
+
+    def __init__(self, seed, offset, thr, b, h, hq, sq, sk):
+        self.seed, self.offset, self.thr = seed, offset, thr
+        self.ebase = (Int64(b) * Int64(hq) + Int64(h)) * Int64(sq)
+        self.sk = Int64(sk)
+        self.scale = Float32(1.0) / (Float32(1.0) - Float32(thr) * Float32(2.0 ** -32))
+
+
+@cute.jit
+def dropout_factor(d: Dropout, row: Int32, col: Int32):
+    """1 / (1 − p) where element (row, col) is kept, 0 where it is dropped (:class:`Dropout`)."""
+    e = (d.ebase + Int64(row)) * d.sk + Int64(col)
+    w0, w1, w2, w3 = philox_block(d.seed, d.offset, e >> Int64(2))
+    k = Int32(e & Int64(3))
+    w = cutlass.select_(k == 0, w0, cutlass.select_(k == 1, w1, cutlass.select_(k == 2, w2, w3)))
+    return cutlass.select_(Uint64(w) >= Uint64(d.thr), d.scale, Float32(0.0))

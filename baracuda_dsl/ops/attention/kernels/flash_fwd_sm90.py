@@ -32,7 +32,7 @@ from cutlass.cute.nvgpu import warpgroup
 from ....blocks.sm90.tma import smem_layout
 from ..specs.flash import (ALIBI, SM90_THREADS, SM90_TILES, SOFTCAP,
                            FlashKnobs, sm90_smem)
-from .flash_common import (LN2, TYPES, SoftmaxParams, batch_index, copy_rows, g2s_copy,
+from .flash_common import (LN2, TYPES, Dropout, SoftmaxParams, batch_index, copy_rows, g2s_copy,
                            query_tile_keys, quad_reduce, rows_view, score_consts, seq_bounds,
                            softmax_tile)
 
@@ -113,7 +113,7 @@ def build(knobs: FlashKnobs):
                pslope: cute.Pointer, sq: Int32, sk: Int32, ratio: Int32, qb: Int64, qs: Int64,
                qh: Int64, kb: Int64, ks: Int64, kh: Int64, vb: Int64, vs: Int64, vh: Int64,
                ob: Int64, os: Int64, oh: Int64, lb: Int64, lh: Int64, slb: Int64, slh: Int64,
-               scale: Float32, softcap: Float32, left: Int32, right: Int32, flags: Int32):
+               scale: Float32, softcap: Float32, left: Int32, right: Int32, flags: Int32, dseed: Int64, doff: Int64, dthr: Int64):
         tidx, _, _ = cute.arch.thread_idx()
         mb, h, b = cute.arch.block_idx()
         q0, nq = seq_bounds(pcuq, b, flags, sq)
@@ -234,8 +234,12 @@ def build(knobs: FlashKnobs):
                 S = wg_mn_view(accS)
                 O = wg_mn_view(accO)
                 NKV = cute.size(rP, mode=[2])
+                drop = None
+                if cutlass.const_expr(knobs.dropout):
+                    _, hq, _ = cute.arch.grid_dim()
+                    drop = Dropout(dseed, doff, dthr, b, h, hq, sq, sk)
                 sm = SoftmaxParams(m0, nk, off, left, right, row_hi, s_mul, cap_in, cap_out,
-                                   slope2, (flags & SOFTCAP) != 0, (flags & ALIBI) != 0)
+                                   slope2, (flags & SOFTCAP) != 0, (flags & ALIBI) != 0, drop)
                 kst = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, ST)
                 vst = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, ST)
 
@@ -329,11 +333,12 @@ def build(knobs: FlashKnobs):
                pslope: cute.Pointer, sq: Int32, sk: Int32, ratio: Int32, qb: Int64, qs: Int64,
                qh: Int64, kb: Int64, ks: Int64, kh: Int64, vb: Int64, vs: Int64, vh: Int64,
                ob: Int64, os: Int64, oh: Int64, lb: Int64, lh: Int64, slb: Int64, slh: Int64,
-               scale: Float32, softcap: Float32, left: Int32, right: Int32, flags: Int32,
+               scale: Float32, softcap: Float32, left: Int32, right: Int32, flags: Int32, dseed: Int64, doff: Int64,
+               dthr: Int64,
                mblocks: Int32, heads: Int32, batch: Int32, stream):
         kernel(pq, pk, pv, po, plse, pcuq, pcuk, pslope, sq, sk, ratio, qb, qs, qh, kb, ks, kh,
                vb, vs, vh, ob, os, oh, lb, lh, slb, slh, scale, softcap, left, right,
-               flags).launch(grid=[mblocks, heads, batch], block=[NT, 1, 1],
+               flags, dseed, doff, dthr).launch(grid=[mblocks, heads, batch], block=[NT, 1, 1],
                              smem=sm90_smem(D), min_blocks_per_mp=1, stream=stream)
 
     from cutlass.cute.runtime import make_fake_stream, make_ptr
@@ -343,6 +348,6 @@ def build(knobs: FlashKnobs):
 
     args = ([ptr(T, 16)] * 4 + [ptr(Float32, 4), ptr(Int32, 4), ptr(Int32, 4), ptr(Float32, 4)]
             + [Int32(1), Int32(1), Int32(1)] + [Int64(8)] * 16
-            + [Float32(1.0), Float32(0.0), Int32(-1), Int32(-1), Int32(0),
+            + [Float32(1.0), Float32(0.0), Int32(-1), Int32(-1), Int32(0), Int64(0), Int64(0), Int64(0),
                Int32(1), Int32(1), Int32(1), make_fake_stream()])
     return launch, args

@@ -14,10 +14,12 @@ The backward templates live in ``specs/flash_bwd.py`` (deterministic: ``flash_bw
 kernel with an atomic f32 dQ accumulator, and ``flash_bwd_post``); ``flash_fwd_sm90`` below is
 the Hopper forward.
 
-Knobs: ``dtype`` (f16 / bf16) and ``head_dim`` (64, 96, 128, 192, 256; q / k / v share it).
+Knobs: ``dtype`` (f16 / bf16), ``head_dim`` (64, 96, 128, 192, 256; q / k / v share it) and
 Tiles per head dim (:data:`FWD_TILES`) fit every arch's shared memory (sm89: 99 KB a CTA).
-Everything else — sequence lengths, strides, heads, GQA ratio, the variable-length offsets, scale,
-softcap, ALiBi, the window — is a run-time parameter, so the space is 2 × 5 SKUs per template.
+``dropout`` (bool) makes the SKUs that draw the attention-dropout mask.  Everything else —
+sequence lengths, strides, heads, GQA ratio, the variable-length offsets, scale, softcap, ALiBi,
+the window, the dropout seed / offset / rate — is a run-time parameter, so the space is
+2 × 5 × 2 SKUs per template.
 """
 
 from __future__ import annotations
@@ -38,19 +40,37 @@ ALIBI = 2           # slopes read per (batch, head)
 BOTTOM_RIGHT = 4    # causal / window aligned to the bottom-right corner (off = Sk − Sq)
 SOFTCAP = 8         # s = softcap · tanh(s / softcap)
 
+#: the dropout parameters every flash kernel that sees P takes last: Philox seed and block offset
+#: of the draw, and the drop threshold round(p·2³²) (a word below it drops its element)
+DROPOUT_PARAMS = "dseed:i64 doff:i64 dthr:i64"
+
 
 @dataclass(frozen=True)
 class FlashKnobs:
-    """Knobs of the flash templates: input ``dtype`` (f16 / bf16) and ``head_dim``."""
+    """Knobs of the flash templates: input ``dtype`` (f16 / bf16), ``head_dim`` and ``dropout``
+    (the attention-dropout SKUs: Philox draws in the softmax; the others carry no RNG code)."""
 
     dtype: str
     head_dim: int
+    dropout: bool = False
+
+
+def plain_space(dims=HEAD_DIMS):
+    """dtype × head dim, no dropout (kernels that never see P)."""
+    for dt in DTYPES:
+        for d in dims:
+            yield FlashKnobs(dtype=dt, head_dim=d)
+
+
+def dropout_space(dims=HEAD_DIMS):
+    """dtype × head dim × dropout."""
+    for k in plain_space(dims):
+        yield k
+        yield FlashKnobs(dtype=k.dtype, head_dim=k.head_dim, dropout=True)
 
 
 def _space():
-    for dt in DTYPES:
-        for d in HEAD_DIMS:
-            yield FlashKnobs(dtype=dt, head_dim=d)
+    return dropout_space()
 
 
 def fwd_smem(d: int) -> int:
@@ -67,7 +87,8 @@ FLASH_FWD = register(KernelTemplate(
         "q:ptr k:ptr v:ptr o:ptr lse:ptr cu_q:ptr cu_k:ptr slopes:ptr "
         "sq:i32 sk:i32 ratio:i32 "
         "qb:i64 qs:i64 qh:i64 kb:i64 ks:i64 kh:i64 vb:i64 vs:i64 vh:i64 ob:i64 os:i64 oh:i64 "
-        "lb:i64 lh:i64 slb:i64 slh:i64 scale:f32 softcap:f32 left:i32 right:i32 flags:i32"),
+        "lb:i64 lh:i64 slb:i64 slh:i64 scale:f32 softcap:f32 left:i32 right:i32 flags:i32 "
+        + DROPOUT_PARAMS),
     space=_space,
     geometry=lambda k: LaunchGeometry(threads=FWD_THREADS, smem_bytes=fwd_smem(k.head_dim)),
     knobs=FlashKnobs,

@@ -31,7 +31,7 @@ Run-time flags are the forward's (VARLEN, ALIBI, BOTTOM_RIGHT, SOFTCAP).
 from __future__ import annotations
 
 from ....jit import KernelTemplate, LaunchGeometry, params, register
-from .flash import FLASH_FWD, HEAD_DIMS, FlashKnobs
+from .flash import DROPOUT_PARAMS, FLASH_FWD, HEAD_DIMS, FlashKnobs, plain_space
 
 #: ``flash_bwd_pre``: query rows a CTA, threads a CTA (4 threads a row)
 PRE_ROWS = 32
@@ -77,12 +77,13 @@ FLASH_BWD_PRE = register(KernelTemplate(
     params=params(
         "o:ptr do:ptr delta:ptr cu_q:ptr sq:i32 ob:i64 os:i64 oh:i64 gb:i64 gs:i64 gh:i64 "
         "lb:i64 lh:i64 flags:i32"),
-    space=FLASH_FWD.space,
+    space=plain_space,
     geometry=lambda k: LaunchGeometry(threads=PRE_THREADS),
     knobs=FlashKnobs,
 ))
 
-_TAIL = "lb:i64 lh:i64 slb:i64 slh:i64 scale:f32 softcap:f32 left:i32 right:i32 flags:i32"
+_TAIL = ("lb:i64 lh:i64 slb:i64 slh:i64 scale:f32 softcap:f32 left:i32 right:i32 flags:i32 "
+         + DROPOUT_PARAMS)
 _STRIDES = "qb:i64 qs:i64 qh:i64 kb:i64 ks:i64 kh:i64 vb:i64 vs:i64 vh:i64 gb:i64 gs:i64 gh:i64 "
 
 FLASH_BWD_DKDV = register(KernelTemplate(

@@ -14,7 +14,7 @@ Knobs: the forward's :class:`~.flash.FlashKnobs`; the sm90 kernel exists for hea
 from __future__ import annotations
 
 from ....jit import KernelTemplate, LaunchGeometry, params, register
-from .flash import DTYPES, FLASH_FWD, FlashKnobs
+from .flash import DROPOUT_PARAMS, FlashKnobs, dropout_space, plain_space
 
 SM90_BWD_DIMS = (64, 128)
 #: head dim -> (key rows of the CTA, query rows of a step)
@@ -31,9 +31,7 @@ def sm90_bwd_smem(d: int) -> int:
 
 
 def _space():
-    for dt in DTYPES:
-        for d in SM90_BWD_DIMS:
-            yield FlashKnobs(dtype=dt, head_dim=d)
+    return dropout_space(SM90_BWD_DIMS)
 
 
 _STRIDES = ("qb:i64 qs:i64 qh:i64 kb:i64 ks:i64 kh:i64 vb:i64 vs:i64 vh:i64 gb:i64 gs:i64 "
@@ -47,7 +45,8 @@ FLASH_BWD_SM90 = register(KernelTemplate(
         "q:ptr k:ptr v:ptr do:ptr lse:ptr delta:ptr dk:ptr dv:ptr dqa:ptr cu_q:ptr cu_k:ptr "
         "slopes:ptr sq:i32 sk:i32 ratio:i32 " + _STRIDES
         + "dkb:i64 dks:i64 dkh:i64 dvb:i64 dvs:i64 dvh:i64 ab:i64 as:i64 ah:i64 "
-        "lb:i64 lh:i64 slb:i64 slh:i64 scale:f32 softcap:f32 left:i32 right:i32 flags:i32"),
+        "lb:i64 lh:i64 slb:i64 slh:i64 scale:f32 softcap:f32 left:i32 right:i32 flags:i32 "
+        + DROPOUT_PARAMS),
     space=_space,
     geometry=lambda k: LaunchGeometry(threads=SM90_BWD_THREADS,
                                       smem_bytes=sm90_bwd_smem(k.head_dim)),
@@ -61,7 +60,7 @@ FLASH_BWD_POST = register(KernelTemplate(
     module="baracuda_dsl.ops.attention.kernels.flash_bwd_post",
     params=params("dqa:ptr dq:ptr cu_q:ptr sq:i32 ab:i64 as:i64 ah:i64 qb:i64 qs:i64 qh:i64 "
                   "scale:f32 flags:i32"),
-    space=FLASH_FWD.space,
+    space=plain_space,
     geometry=lambda k: LaunchGeometry(threads=128),
     knobs=FlashKnobs,
 ))
