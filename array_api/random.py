@@ -8,7 +8,7 @@ A Generator keeps ``(seed, offset)``; each draw uses the stream at its current o
 advances the offset by the Philox blocks it consumed, so successive draws are independent and a
 Generator built with the same seed reproduces the whole sequence.  The values of a draw depend
 only on (seed, offset, flat index), never on the launch shape (stream definition:
-``baracuda_dsl.ops.random.kernels.philox``).  Outputs are new dense arrays on ``device`` (default: the
+``baracuda_dsl.blocks.philox``).  Outputs are new dense arrays on ``device`` (default: the
 current device).  ``permutation`` argsorts random keys with the stable sort (uint32 keys up to
 2¹⁶ elements, uint64 beyond; equal keys keep index order: bias ≤ n²/2³³ resp. n²/2⁶⁵).
 """

@@ -30,7 +30,7 @@ per key tile and kv head: dK, dV summed over the query heads of the group) and `
 Attention dropout (``dropout_p`` > 0, the ``dropout`` SKUs): P's element (b, h, i, j) is kept iff
 word e mod 4 of Philox4x32-10 block e div 4 of the stream (``dropout_seed``, ``dropout_offset``)
 is >= round(p·2³²), e = ((b·Hq + h)·seqlen_q + i)·seqlen_k + j (i, j within the sequence) — the
-project's generator convention (``ops/random/kernels/philox.py``); kept elements are scaled by
+project's generator convention (``blocks/philox.py``); kept elements are scaled by
 1 / (1 − p); the lse is that of the undropped scores; the backward regenerates the same mask.
 """
 

@@ -1,7 +1,7 @@
 """Counter-based random numbers (Philox4x32-10), dropout and Gumbel-softmax.
 
 Every value is a pure function of (seed, offset, flat output index): the stream is defined in
-:mod:`baracuda_dsl.ops.random.kernels.philox` and is independent of the launch shape, so a draw of 1000
+:mod:`baracuda_dsl.blocks.philox` and is independent of the launch shape, so a draw of 1000
 elements and a draw of 10 with the same (seed, offset) agree on the first 10.  ``seed`` is any
 int in [−2⁶³, 2⁶⁴) (taken mod 2⁶⁴); ``offset`` (in Philox blocks of 4 words) is in [0, 2⁶²).
 A draw of n elements consumes ``plan.blocks()`` = ceil(n·wpe/4) blocks; callers that chain

@@ -21,7 +21,7 @@ import cutlass.cute as cute
 from cutlass import Boolean, Float32, Int32, Int64, Uint64
 
 from ....blocks.sm90.invariant import LoopInvariant
-from ...random.kernels.philox import philox_block
+from ....blocks.philox import philox_block
 from ..specs.flash import ALIBI, BOTTOM_RIGHT, SOFTCAP, VARLEN
 
 
@@ -391,7 +391,7 @@ class Dropout(LoopInvariant):
     """Attention dropout of one (batch entry b, query head h): element (row i, key j), both
     counted within the sequence, has index e = ((b·Hq + h)·sq + i)·sk + j (sq, sk: the launch's
     sequence extents) and is kept iff word e mod 4 of Philox4x32-10 block e div 4 of the stream
-    (seed, offset) (``ops/random/kernels/philox.py``) is >= ``thr`` = round(p·2³²); kept
+    (seed, offset) (``blocks/philox.py``) is >= ``thr`` = round(p·2³²); kept
     elements are scaled by 1 / (1 − thr·2⁻³²)."""
 
     def __init__(self, seed, offset, thr, b, h, hq, sq, sk):

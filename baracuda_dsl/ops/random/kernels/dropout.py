@@ -17,7 +17,7 @@ import cutlass.cute as cute
 from cutlass import Float32, Float64, Int32, Int64, Uint8, Uint64
 
 from ..specs.random import BPT, THREADS, DropoutKnobs
-from .philox import philox_block
+from ....blocks.philox import philox_block
 from .random_fill import STORAGE
 
 

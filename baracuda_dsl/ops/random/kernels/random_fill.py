@@ -29,7 +29,7 @@ import cutlass.cute as cute
 from cutlass import Float32, Float64, Int32, Int64, Uint32, Uint64
 
 from ..specs.random import BPT, THREADS, RandomFillKnobs, words_per_element
-from .philox import (philox_block, u32_to_unit_float, u32_to_unit_float_open, u64_of,
+from ....blocks.philox import (philox_block, u32_to_unit_float, u32_to_unit_float_open, u64_of,
                      u64_to_unit_double, u64_to_unit_double_open)
 
 STORAGE = {"f32": cutlass.Float32, "f16": cutlass.Float16, "bf16": cutlass.BFloat16,

@@ -1,5 +1,5 @@
 """Template specs of the Philox4x32-10 random kernels (stream definition in
-:mod:`baracuda_dsl.ops.random.kernels.philox`).
+:mod:`baracuda_dsl.blocks.philox`).
 
 ``random_fill``: ``y[i] = dist(words of element i)`` for a flat contiguous output of ``n``
 elements.  Knobs (:class:`RandomFillKnobs`): ``dist`` × ``dtype`` (the distribution and the
