@@ -95,7 +95,12 @@ class _Worker:
         else:
             reply = self._read()
         if reply is None:
-            code = self.proc.poll()
+            # the pipe's end can be seen before the process is reaped: give it a moment, so the
+            # message names the exit status rather than None
+            try:
+                code = self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = self.proc.poll()
             raise WorkerDied(f"{name}({knobs}) for {self.arch.value}: the compiler worker exited "
                              f"(status {code}) while compiling{self.stderr_tail()}")
         try:                                           # keep only the next compile's stderr
