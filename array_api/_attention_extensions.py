@@ -74,6 +74,11 @@ def _flash_desc(cls, q, k, causal, window, softcap, scale, alibi_slopes, align,
                softcap=softcap, scale=scale, alibi=alibi, dropout_p=dropout_p)
 
 
+def _aux(*arrays):
+    """The optional small operands (cu_seqlens, slopes) dense, None kept."""
+    return tuple(None if a is None else ascontiguousarray(a) for a in arrays)
+
+
 def _check(name, *arrays):
     for n, a in arrays:
         if a is not None:
@@ -115,9 +120,7 @@ def flash_attention(q: Array, k: Array, v: Array, /, *, causal: bool = False,
     q, k, v = _dense_rows(q), _dense_rows(k), _dense_rows(v)
     out = Array._empty(q.shape, q.dtype, q.device)
     lse = Array._empty(desc.lse_shape(), _dt.float32, q.device)
-    sl = None if alibi_slopes is None else ascontiguousarray(alibi_slopes)
-    cq = None if cu_seqlens_q is None else ascontiguousarray(cu_seqlens_q)
-    ck = None if cu_seqlens_k is None else ascontiguousarray(cu_seqlens_k)
+    cq, ck, sl = _aux(cu_seqlens_q, cu_seqlens_k, alibi_slopes)
     plan.run(fl.FlashAttentionArgs(q, k, v, out, lse, cq, ck, sl, *state))
     if not return_lse:
         return out
@@ -138,7 +141,8 @@ def flash_attention_backward(dout: Array, q: Array, k: Array, v: Array, out: Arr
     ``dropout_p`` and the forward's ``dropout_state`` (seed, offset)).  f32 accumulation; the
     input dtype out; on sm90a at head dims 64 / 128 dQ is summed with atomics (the fast path)."""
     _check("flash_attention_backward", ("dout", dout), ("q", q), ("k", k), ("v", v),
-           ("out", out), ("lse", lse), ("alibi_slopes", alibi_slopes))
+           ("out", out), ("lse", lse), ("alibi_slopes", alibi_slopes),
+           ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k))
     fl = _flash()
     desc = _flash_desc(fl.FlashAttentionBackwardDescriptor, q, k, causal, window, softcap,
                        scale, alibi_slopes, align, cu_seqlens_q, max_seqlen_q, max_seqlen_k,
@@ -153,9 +157,7 @@ def flash_attention_backward(dout: Array, q: Array, k: Array, v: Array, out: Arr
     dq = Array._empty(q.shape, q.dtype, q.device)
     dk = Array._empty(k.shape, k.dtype, k.device)
     dv = Array._empty(v.shape, v.dtype, v.device)
-    sl = None if alibi_slopes is None else ascontiguousarray(alibi_slopes)
-    cq = None if cu_seqlens_q is None else ascontiguousarray(cu_seqlens_q)
-    ck = None if cu_seqlens_k is None else ascontiguousarray(cu_seqlens_k)
+    cq, ck, sl = _aux(cu_seqlens_q, cu_seqlens_k, alibi_slopes)
     _plans.run(plan, fl.FlashAttentionBackwardArgs(q, k, v, out, dout, lse, dq, dk, dv, cq, ck,
                                                    sl, *state), q)
     return dq, dk, dv

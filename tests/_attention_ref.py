@@ -275,14 +275,14 @@ def dropout_factors(seed: int, offset: int, p: float, batch: int, heads: int, sq
     """(B, Hq, Sq, Sk) float64 attention-dropout factors: 1 / (1 − p) where kept, 0 where dropped
     — element e = ((b·Hq + h)·sq + i)·sk + j keeps iff word e mod 4 of Philox block
     offset + e div 4 (key = seed) is >= round(p·2³²) (the flash plans' convention)."""
-    thr = min(int(round(p * 2.0 ** 32)), 2 ** 32 - 1)
+    thr = min(1 << 32, int(round(p * 2.0 ** 32)))      # round(p·2³²), as the random family
     e = np.arange(batch * heads * sq * sk, dtype=np.uint64)
     blk = np.uint64(offset) + (e >> np.uint64(2))
     w = philox4x32_10(blk & _U32, blk >> np.uint64(32), 0, 0, seed & 0xFFFFFFFF,
                       (seed >> 32) & 0xFFFFFFFF)
     word = np.choose((e & np.uint64(3)).astype(np.int64), w)
     keep = word >= np.uint64(thr)
-    z = np.where(keep, 1.0 / (1.0 - thr * 2.0 ** -32), 0.0)
+    z = np.where(keep, 1.0 / max(1.0 - thr * 2.0 ** -32, 2.0 ** -32), 0.0)   # none kept at 2³²
     return z.reshape(batch, heads, sq, sk)
 
 

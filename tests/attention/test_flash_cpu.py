@@ -10,8 +10,9 @@ from baracuda_dsl import ArchSku, PlanPreference
 from baracuda_dsl.dtypes import bfloat16, float16, float32, int32
 from baracuda_dsl.errors import (InvalidProblemError, UnsupportedError,
                                  WorkspaceTooSmallError)
+from baracuda_dsl.ops.attention.checks import check_disjoint
 from baracuda_dsl.ops.attention.flash import (FlashAttentionArgs, FlashAttentionDescriptor,
-                                              FlashAttentionPlan, FlashTuning, check_disjoint)
+                                              FlashAttentionPlan, FlashTuning)
 from baracuda_dsl.ops.attention.specs import flash as spec
 from baracuda_dsl.tensor import TensorView
 

@@ -217,15 +217,15 @@ def test_random_descriptor_validation():
 
 
 def test_scalar_validation():
-    assert R._seed_word(0) == 0
-    assert R._seed_word((1 << 64) - 1) == -1
-    assert R._seed_word(-5) == -5
+    assert R.seed_word(0) == 0
+    assert R.seed_word((1 << 64) - 1) == -1
+    assert R.seed_word(-5) == -5
     for bad in (1 << 64, -(1 << 63) - 1, 1.5, True):
         with pytest.raises(InvalidProblemError):
-            R._seed_word(bad)
+            R.seed_word(bad)
     for bad in (-1, 1 << 62, 0.5, None):
         with pytest.raises(InvalidProblemError):
-            R._offset_word(bad)
+            R.offset_word(bad)
     assert R.keep_threshold(0.0) == 0
     assert R.keep_threshold(1.0) == 1 << 32
     assert R.keep_threshold(0.5) == 1 << 31

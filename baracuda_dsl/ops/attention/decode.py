@@ -55,7 +55,7 @@ from ...jit import freeze_knobs
 from ...plan import Plan, align_up, check_dtype, check_finite, check_writable_no_overlap, view_arg
 from ...vocabulary import (ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee,
                            Workspace)
-from .flash import check_disjoint
+from .checks import I32_MAX, check_disjoint, check_extent, check_int
 from .specs import decode as spec
 
 DTYPES = (float16, bfloat16)
@@ -63,7 +63,6 @@ DTYPES = (float16, bfloat16)
 _OTHER = (float32, float64)
 #: the most query tokens a decode step takes (more: FlashAttentionPlan)
 MAX_SEQLEN_Q = 16
-_I32 = 2**31 - 1
 _GRID_YZ = 65535
 #: SMs assumed when no GPU is visible (plans selected for another arch): A100, a mid-size Ada
 #: part, H100 SXM
@@ -93,7 +92,7 @@ class DecodeTuning:
     def __post_init__(self):
         for f in ("num_splits", "tokens_per_split", "max_splits", "min_tokens_per_split",
                   "sm_count"):
-            _int(getattr(self, f), f"DecodeTuning.{f}")
+            check_int(getattr(self, f), f"DecodeTuning.{f}")
         if self.num_splits and self.tokens_per_split:
             raise InvalidProblemError("DecodeTuning: force num_splits or tokens_per_split, "
                                       "not both")
@@ -143,14 +142,6 @@ def device_sm_count(arch: ArchSku, tuning: DecodeTuning) -> int:
 
 
 # ============================================================================= descriptor
-def _int(v, what, lo=0):
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise InvalidProblemError(f"{what} must be an int, got {v!r}")
-    if v < lo:
-        raise InvalidProblemError(f"{what} must be >= {lo}, got {v}")
-    return v
-
-
 @dataclass(frozen=True)
 class FlashDecodeDescriptor:
     """One decode problem (formula, layouts and contract: the module docstring).
@@ -185,11 +176,9 @@ class FlashDecodeDescriptor:
         what = "FlashDecode"
         for f in ("batch", "seqlen_q", "heads_q", "heads_k", "max_seqlen_k", "cache_seqlen",
                   "num_pages", "page_size", "pages_per_seq"):
-            _int(getattr(self, f), f"{what}.{f}")
-            if getattr(self, f) > _I32:
-                raise UnsupportedError(f"{what}.{f} = {getattr(self, f)} is past 2^31 - 1")
-        _int(self.head_dim, f"{what}.head_dim", 1)
-        _int(self.window_left, f"{what}.window_left", -1)
+            check_extent(getattr(self, f), f"{what}.{f}")
+        check_int(self.head_dim, f"{what}.head_dim", 1)
+        check_int(self.window_left, f"{what}.window_left", -1)
         object.__setattr__(self, "dtype", check_dtype(self.dtype, DTYPES + _OTHER, what))
         object.__setattr__(self, "causal", bool(self.causal))
         object.__setattr__(self, "paged", bool(self.paged))
@@ -204,7 +193,7 @@ class FlashDecodeDescriptor:
             raise UnsupportedError(f"{what}: head_dim {self.head_dim} — the decode kernels take "
                                    f"{', '.join(map(str, spec.HEAD_DIMS))}; SdpaPlan takes any")
         if self.head_dim_v is not None:
-            _int(self.head_dim_v, f"{what}.head_dim_v", 1)
+            check_int(self.head_dim_v, f"{what}.head_dim_v", 1)
             if self.head_dim_v != self.head_dim:
                 raise UnsupportedError(f"{what}: head_dim_v {self.head_dim_v} != head_dim "
                                        f"{self.head_dim} — the decode kernels take Dv = D; "
@@ -215,7 +204,7 @@ class FlashDecodeDescriptor:
                                           f"of heads_k {self.heads_k}")
         if self.heads_k > _GRID_YZ or self.batch > _GRID_YZ:
             raise UnsupportedError(f"{what}: at most {_GRID_YZ} kv heads and sequences a launch")
-        if self.batch * self.heads_q * self.seqlen_q > _I32:
+        if self.batch * self.heads_q * self.seqlen_q > I32_MAX:
             raise UnsupportedError(f"{what}: batch · heads_q · seqlen_q must be < 2^31")
         cap = check_finite(self.softcap, f"{what}.softcap")
         if cap < 0:

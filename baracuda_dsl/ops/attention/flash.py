@@ -47,7 +47,8 @@ from ...runtime.memory import memset
 from ...plan import Plan, align_up, check_dtype, check_finite, check_writable_no_overlap, view_arg
 from ...vocabulary import (ArchSku, BackendKind, KernelSku, OpCategory, PrecisionGuarantee,
                            Workspace)
-from ..shape.layout import check_disjoint as _ranges_disjoint
+from ..random.random import keep_threshold, offset_word, seed_word
+from .checks import check_disjoint, check_extent, check_int
 from .specs import flash as spec
 from .specs import flash_bwd as bwd_spec
 from .specs import flash_bwd_sm90 as sm90_bwd
@@ -55,7 +56,6 @@ from .specs import flash_bwd_sm90 as sm90_bwd
 DTYPES = (float16, bfloat16)
 #: accepted by the descriptor only to name the path that takes them (SdpaPlan)
 _OTHER = (float32, float64)
-_I32 = 2**31 - 1
 _GRID_YZ = 65535
 ALIGNS = ("bottom_right", "top_left")
 ALIBI_MODES = ("none", "heads", "batch_heads")
@@ -153,20 +153,10 @@ class FlashAttentionBackwardDescriptor(FlashAttentionDescriptor):
     deterministic: bool = False
 
 
-def _int(v, what, lo=0):
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise InvalidProblemError(f"{what} must be an int, got {v!r}")
-    if v < lo:
-        raise InvalidProblemError(f"{what} must be >= {lo}, got {v}")
-    return v
-
-
 def _validate(d, what: str) -> None:
     for f in ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k", "total_q", "total_k"):
-        _int(getattr(d, f), f"{what}.{f}")
-        if getattr(d, f) > _I32:
-            raise UnsupportedError(f"{what}.{f} = {getattr(d, f)} is past 2^31 - 1")
-    _int(d.head_dim, f"{what}.head_dim", 1)
+        check_extent(getattr(d, f), f"{what}.{f}")
+    check_int(d.head_dim, f"{what}.head_dim", 1)
     object.__setattr__(d, "dtype", check_dtype(d.dtype, DTYPES + _OTHER, what))
     if d.dtype not in DTYPES:
         raise UnsupportedError(f"{what}: dtype {d.dtype.name} — the flash kernels take f16 / "
@@ -184,7 +174,7 @@ def _validate(d, what: str) -> None:
     if len(w) != 2:
         raise InvalidProblemError(f"{what}.window must be (left, right), got {d.window!r}")
     for x in w:
-        _int(x, f"{what}.window", -1)
+        check_int(x, f"{what}.window", -1)
     object.__setattr__(d, "window", w)
     object.__setattr__(d, "causal", bool(d.causal))
     object.__setattr__(d, "varlen", bool(d.varlen))
@@ -250,16 +240,6 @@ class FlashAttentionBackwardArgs:
 
 
 # ================================================================================ helpers
-def check_disjoint(out, name: str, others) -> None:
-    """InvalidProblemError when output ``out`` may share bytes with any of ``others``
-    ((name, view) pairs, None skipped; byte ranges, as ``shape.layout.check_disjoint``)."""
-    if out is None:
-        return
-    for other_name, o in others:
-        if o is not None and o.device == out.device:
-            _ranges_disjoint(o, out, f"{name} overlaps {other_name}")
-
-
 def _mma_operand(v, name: str) -> None:
     """The flash kernels' layout contract: unit stride along D, every other stride a multiple of
     8 elements, 16-byte aligned pointer."""
@@ -286,10 +266,13 @@ def _strides(v, varlen: bool):
     return st[:3]
 
 
-def _sku(op: str, dt: DType, arch: ArchSku, template: str, knobs) -> KernelSku:
+def _sku(op: str, dt: DType, arch: ArchSku, template: str, knobs,
+         deterministic: bool = True) -> KernelSku:
     return KernelSku(OpCategory.ATTENTION, op, dt, arch, BackendKind.CUTE_DSL,
-                     PrecisionGuarantee(float32, float32), aux_element=float32,
-                     template=template, knobs=freeze_knobs(knobs))
+                     PrecisionGuarantee(float32, float32,
+                                        bit_stable_on_same_hardware=deterministic,
+                                        deterministic=deterministic),
+                     aux_element=float32, template=template, knobs=freeze_knobs(knobs))
 
 
 class _FlashCommon(Plan):
@@ -300,7 +283,7 @@ class _FlashCommon(Plan):
         self._knobs = spec.FlashKnobs(dtype=d.dtype.short, head_dim=d.head_dim,
                                       dropout=d.dropout_p > 0)
         self._plain = spec.FlashKnobs(dtype=d.dtype.short, head_dim=d.head_dim)
-        self._thr = min(int(round(d.dropout_p * 2.0 ** 32)), 2 ** 32 - 1)
+        self._thr = keep_threshold(d.dropout_p)
         self._left, self._right = d.bounds
         flags = 0
         if d.varlen:
@@ -374,12 +357,12 @@ class _FlashCommon(Plan):
         return (sl.strides[0], sl.strides[1])
 
     def _dropout_tail(self, args):
-        """(seed as a signed 64-bit value, offset, threshold) of the dropout draw."""
-        seed, off = args.dropout_seed, args.dropout_offset
-        for v, n, hi in ((seed, "dropout_seed", 2 ** 64), (off, "dropout_offset", 2 ** 62)):
-            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < hi:
-                raise InvalidProblemError(f"{n} must be an int in [0, {hi}), got {v!r}")
-        return (seed - 2 ** 64 if seed >= 2 ** 63 else seed, off, self._thr)
+        """(seed as a signed 64-bit value, offset, threshold) of the dropout draw: the random
+        family's words (``random.seed_word`` / ``offset_word``), the seed in [0, 2⁶⁴)."""
+        seed = args.dropout_seed
+        if isinstance(seed, int) and not isinstance(seed, bool) and seed < 0:
+            raise InvalidProblemError(f"dropout_seed must be in [0, 2**64), got {seed}")
+        return (seed_word(seed), offset_word(args.dropout_offset), self._thr)
 
     def _scalars(self):
         d = self.desc
@@ -483,13 +466,8 @@ class FlashAttentionBackwardPlan(_FlashCommon):
         self._fast = (not d.deterministic and self._arch is ArchSku.SM90A
                       and d.head_dim in sm90_bwd.SM90_BWD_DIMS)
         name = (sm90_bwd.FLASH_BWD_SM90 if self._fast else bwd_spec.FLASH_BWD_DKDV).name
-        self._sku = KernelSku(OpCategory.ATTENTION, "flash_attention_backward", d.dtype,
-                              self._arch, BackendKind.CUTE_DSL,
-                              PrecisionGuarantee(float32, float32,
-                                                 bit_stable_on_same_hardware=not self._fast,
-                                                 deterministic=not self._fast),
-                              aux_element=float32, template=name,
-                              knobs=freeze_knobs(self._knobs))
+        self._sku = _sku("flash_attention_backward", d.dtype, self._arch, name, self._knobs,
+                         deterministic=not self._fast)
 
     def _rows(self) -> int:
         d = self.desc
@@ -595,4 +573,4 @@ class FlashAttentionBackwardPlan(_FlashCommon):
 
 __all__ = ["FlashTuning", "FlashAttentionDescriptor", "FlashAttentionArgs", "FlashAttentionPlan",
            "FlashAttentionBackwardDescriptor", "FlashAttentionBackwardArgs",
-           "FlashAttentionBackwardPlan", "check_disjoint"]
+           "FlashAttentionBackwardPlan"]

@@ -35,9 +35,9 @@ from ...dtypes import (DType, bfloat16, float8_e4m3, float8_e5m2, float16, float
 from ...errors import InvalidProblemError, UnsupportedError
 from ...jit import freeze_knobs
 from ...plan import Plan, check_dtype, view_arg
-from ...tensor import TensorView
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 from ..shape.layout import check_disjoint, check_no_self_overlap
+from .checks import check_extent, check_unit_last
 from .specs import kv_cache as spec
 
 __all__ = ["KvCacheAppendDescriptor", "KvCacheAppendArgs", "KvCacheAppendPlan"]
@@ -45,14 +45,6 @@ __all__ = ["KvCacheAppendDescriptor", "KvCacheAppendArgs", "KvCacheAppendPlan"]
 _I32_MAX = 2**31 - 1
 DTYPES = (float16, bfloat16, float32, float64, float8_e4m3, float8_e5m2)
 PAGE_MULTIPLE = 16
-
-
-def _count(v, what: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise InvalidProblemError(f"KvCacheAppend: {what} must be an int >= 0, got {v!r}")
-    if v > _I32_MAX:
-        raise UnsupportedError(f"KvCacheAppend: {what} = {v} exceeds 2^31 - 1")
-    return v
 
 
 @dataclass(frozen=True)
@@ -76,10 +68,10 @@ class KvCacheAppendDescriptor:
 
     def __post_init__(self):
         for f in ("batch", "seqlen_new", "kv_heads", "head_dim"):
-            _count(getattr(self, f), f)
+            check_extent(getattr(self, f), f"KvCacheAppend.{f}")
         if self.head_dim_v is None:
             object.__setattr__(self, "head_dim_v", self.head_dim)
-        _count(self.head_dim_v, "head_dim_v")
+        check_extent(self.head_dim_v, "KvCacheAppend.head_dim_v")
         object.__setattr__(self, "dtype", check_dtype(self.dtype, DTYPES, "KvCacheAppend"))
         paged = (self.num_pages, self.page_size, self.max_pages_per_seq)
         if self.max_seqlen is not None:
@@ -87,14 +79,14 @@ class KvCacheAppendDescriptor:
                 raise InvalidProblemError("KvCacheAppend: give max_seqlen (contiguous cache) or "
                                           "num_pages / page_size / max_pages_per_seq (paged), "
                                           "not both")
-            _count(self.max_seqlen, "max_seqlen")
+            check_extent(self.max_seqlen, "KvCacheAppend.max_seqlen")
             return
         if any(x is None for x in paged):
             raise InvalidProblemError("KvCacheAppend: a contiguous cache needs max_seqlen; a "
                                       "paged one num_pages, page_size and max_pages_per_seq")
-        _count(self.num_pages, "num_pages")
-        _count(self.max_pages_per_seq, "max_pages_per_seq")
-        ps = _count(self.page_size, "page_size")
+        check_extent(self.num_pages, "KvCacheAppend.num_pages")
+        check_extent(self.max_pages_per_seq, "KvCacheAppend.max_pages_per_seq")
+        ps = check_extent(self.page_size, "KvCacheAppend.page_size")
         if ps == 0 or ps % PAGE_MULTIPLE:
             raise InvalidProblemError(f"KvCacheAppend: page_size must be a positive multiple of "
                                       f"{PAGE_MULTIPLE}, got {ps}")
@@ -123,12 +115,6 @@ class KvCacheAppendArgs:
     cache_seqlens: object
     block_table: object = None
     status: object = None
-
-
-def _unit_last(v: TensorView, name: str) -> None:
-    if v.shape[-1] > 1 and v.strides[-1] != 1:
-        raise UnsupportedError(f"{name}: the last (head) dim must have unit stride (strides "
-                               f"{v.strides} for shape {v.shape})")
 
 
 class KvCacheAppendPlan(Plan):
@@ -171,8 +157,8 @@ class KvCacheAppendPlan(Plan):
             dev = nv.device
             cv = view_arg(cache, f"{name}_cache", shape=d.cache_shape(dim), dtype=d.dtype,
                           device=dev)
-            _unit_last(nv, f"{name}_new")
-            _unit_last(cv, f"{name}_cache")
+            check_unit_last(nv, f"{name}_new")
+            check_unit_last(cv, f"{name}_cache")
             check_no_self_overlap(cv, f"{name}_cache")
             sides.append((nv, cv, dim))
         if sides == [None, None]:

@@ -53,6 +53,7 @@ from ...plan import Plan, check_dtype, check_finite, prod, view_arg
 from ...tensor import TensorView, check_shape
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
 from ..shape.layout import check_disjoint, check_no_self_overlap
+from .checks import check_unit_last
 from .specs import rope as spec
 
 __all__ = [
@@ -304,12 +305,6 @@ def _same_view(a: TensorView, b: TensorView) -> bool:
     return all(n <= 1 or sa == sb for n, sa, sb in zip(a.shape, a.strides, b.strides))
 
 
-def _unit_last(v: TensorView, name: str) -> None:
-    if v.shape and v.shape[-1] > 1 and v.strides[-1] != 1:
-        raise UnsupportedError(f"{name}: the last dim must have unit stride (strides "
-                               f"{v.strides} for shape {v.shape}); make it contiguous first")
-
-
 def _int_scalar(v) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
@@ -348,8 +343,8 @@ class _RopeBase(Plan):
         dev = x.device
         out = view_arg(getattr(args, dst_name), dst_name, shape=d.shape, dtype=d.dtype,
                        device=dev)
-        _unit_last(x, src_name)
-        _unit_last(out, dst_name)
+        check_unit_last(x, src_name)
+        check_unit_last(out, dst_name)
         check_no_self_overlap(out, dst_name)
         inplace = _same_view(x, out)
         if not inplace:
@@ -363,7 +358,7 @@ class _RopeBase(Plan):
             if t.ndim != 2 or t.shape[1] != half:
                 raise InvalidProblemError(f"{name}: shape {t.shape} != (S_tab, rotary_dim/2 = "
                                           f"{half})")
-            _unit_last(t, name)
+            check_unit_last(t, name)
             check_disjoint(t, out, f"{type(self).__name__}: {dst_name} overlaps {name}")
         if cos.shape[0] != sin.shape[0]:
             raise InvalidProblemError(f"cos and sin have different table lengths "

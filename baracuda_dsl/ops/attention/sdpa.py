@@ -48,7 +48,8 @@ from ...errors import InvalidProblemError, MisalignedOperandError, UnsupportedEr
 from ...jit import freeze_knobs
 from ...plan import Plan, align_up, check_dtype, check_finite, view_arg
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee, Workspace
-from ..shape.layout import check_disjoint, check_no_self_overlap
+from ..shape.layout import check_no_self_overlap
+from .checks import check_disjoint, check_extent
 from .specs import sdpa as spec
 
 __all__ = ["SdpaDescriptor", "SdpaArgs", "SdpaPlan", "SdpaBackwardDescriptor",
@@ -56,7 +57,6 @@ __all__ = ["SdpaDescriptor", "SdpaArgs", "SdpaPlan", "SdpaBackwardDescriptor",
 
 DTYPES = (float16, bfloat16, float32, float64)
 ALIGNS = ("bottom_right", "top_left")
-_I32 = 2**31 - 1
 _GRID_YZ = spec.GRID_YZ
 
 
@@ -142,23 +142,13 @@ class SdpaBackwardDescriptor(SdpaDescriptor):
     loss Σ out·dout, given the forward's out and lse."""
 
 
-def _int(v, what: str, lo: int = 0) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise InvalidProblemError(f"{what} must be an int, got {v!r}")
-    if v < lo:
-        raise InvalidProblemError(f"{what} must be >= {lo}, got {v}")
-    if v > _I32:
-        raise UnsupportedError(f"{what} = {v} is past 2^31 - 1 (the kernels take i32 extents)")
-    return v
-
-
 def _validate(d, what: str) -> None:
     for f in ("batch", "seqlen_q", "seqlen_k", "heads_q", "heads_k"):
-        _int(getattr(d, f), f"{what}.{f}")
-    _int(d.head_dim, f"{what}.head_dim", 1)
+        check_extent(getattr(d, f), f"{what}.{f}")
+    check_extent(d.head_dim, f"{what}.head_dim", 1)
     if d.head_dim_v is None:
         object.__setattr__(d, "head_dim_v", d.head_dim)
-    _int(d.head_dim_v, f"{what}.head_dim_v", 1)
+    check_extent(d.head_dim_v, f"{what}.head_dim_v", 1)
     object.__setattr__(d, "dtype", check_dtype(d.dtype, DTYPES, what))
     if d.heads_k == 0:
         if d.heads_q:
@@ -267,14 +257,6 @@ def _precision(dt: DType) -> PrecisionGuarantee:
                               bit_stable_on_same_hardware=True, deterministic=True)
 
 
-def _disjoint(out, name: str, others) -> None:
-    """InvalidProblemError when output ``out`` shares bytes with any of ``others`` ((name,
-    view) pairs, None skipped); conservative (by byte ranges)."""
-    for other, v in others:
-        if v is not None and out is not None:
-            check_disjoint(v, out, f"{name} and {other}")
-
-
 def _st4(v) -> Tuple[int, int, int, int]:
     return tuple(v.strides) if v is not None else (0, 0, 0, 0)
 
@@ -379,8 +361,8 @@ class SdpaPlan(_SdpaCommon):
         if args.lse is not None:
             lse = self._lse(args.lse, "lse", dev, output=True)
         ins = (("q", q), ("k", k), ("v", v), ("mask", m))
-        _disjoint(o, "out", ins)
-        _disjoint(lse, "lse", ins + (("out", o),))
+        check_disjoint(o, "out", ins)
+        check_disjoint(lse, "lse", ins + (("out", o),))
         return q, k, v, m, o, lse
 
     def _launch(self, bound, stream: int, ws: Workspace) -> None:
@@ -451,9 +433,9 @@ class SdpaBackwardPlan(_SdpaCommon):
         dv = self._output(args.dv, "dv", d.v_shape(), d.dtype, dev)
         ins = (("q", q), ("k", k), ("v", v), ("out", o), ("dout", do), ("lse", lse),
                ("mask", m))
-        _disjoint(dq, "dq", ins)
-        _disjoint(dk, "dk", ins + (("dq", dq),))
-        _disjoint(dv, "dv", ins + (("dq", dq), ("dk", dk)))
+        check_disjoint(dq, "dq", ins)
+        check_disjoint(dk, "dk", ins + (("dq", dq),))
+        check_disjoint(dv, "dv", ins + (("dq", dq), ("dk", dk)))
         return q, k, v, m, o, do, lse, dq, dk, dv
 
     def _launch(self, bound, stream: int, ws: Workspace) -> None:

@@ -41,7 +41,7 @@ U64 = 1 << 64
 MAX_OFFSET = 1 << 62
 
 
-def _seed_word(seed) -> int:
+def seed_word(seed) -> int:
     """The seed as the signed Int64 bit pattern the kernels take."""
     if isinstance(seed, bool):
         raise InvalidProblemError(f"seed must be an int, got {seed!r}")
@@ -59,10 +59,10 @@ def _seed_word(seed) -> int:
 
 
 def _check_stream(args) -> None:
-    """Validate the Args' (seed, offset) words (InvalidProblemError as :func:`_seed_word` /
-    :func:`_offset_word`)."""
-    _seed_word(args.seed)
-    _offset_word(args.offset)
+    """Validate the Args' (seed, offset) words (InvalidProblemError as :func:`seed_word` /
+    :func:`offset_word`)."""
+    seed_word(args.seed)
+    offset_word(args.offset)
 
 
 def _grid(blocks: int):
@@ -71,7 +71,8 @@ def _grid(blocks: int):
     return ((blocks + per - 1) // per, 1, 1)
 
 
-def _offset_word(offset) -> int:
+def offset_word(offset) -> int:
+    """The Philox block offset (0 <= offset < 2⁶²) the kernels take; InvalidProblemError else."""
     if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < MAX_OFFSET:
         raise InvalidProblemError(f"offset must be an int in [0, 2**62), got {offset!r}")
     return offset
@@ -187,8 +188,8 @@ class RandomPlan(Plan):
 
     def _scalars(self, args: RandomArgs):
         d = self.desc
-        seed = _seed_word(args.seed)
-        off = _offset_word(args.offset)
+        seed = seed_word(args.seed)
+        off = offset_word(args.offset)
         a, b, ia, ib = 0.0, 1.0, 0, 0
         if d.dist in ("uniform", "normal", "gumbel"):
             a = check_finite(args.a, f"Random {d.dist}: a")
@@ -302,8 +303,8 @@ class _DropoutBase(Plan):
         a, b = self._io
         x = _flat_view(getattr(args, a), a, d.shape, d.dtype)
         y = _flat_view(getattr(args, b), b, d.shape, d.dtype, x.device)
-        return (x, y, self._mask(args, x.device), _seed_word(args.seed),
-                _offset_word(args.offset))
+        return (x, y, self._mask(args, x.device), seed_word(args.seed),
+                offset_word(args.offset))
 
     def _launch(self, bound, stream: int, ws) -> None:
         x, y, mask, seed, offset = bound
