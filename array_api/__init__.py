@@ -12,10 +12,10 @@ with torch / cupy in both directions (``xp.from_dlpack``, ``torch.from_dlpack(x)
 
 Wired: creation and manipulation functions, every elementwise function of the standard and the
 Array operators (Python scalars per 2024.12; one GPU kernel per call), statistics, sorting,
-sets, indexing, ``matmul``/``@``/``tensordot``/``vecdot`` and the ``linalg`` extension (products
-only; factorisations raise UnsupportedError), and ML extensions (activations, normalizations,
-softmax family, ``xp.losses``, ``xp.random``, dropout, ``linear``).  Only what is listed in
-``__all__`` is wired: anything else (fft, ...) is absent.  Default dtypes: float32, complex64,
+sets, indexing, ``matmul``/``@``/``tensordot``/``vecdot``, the ``linalg`` extension (products,
+norms and the factorisations / solvers on cuSOLVER) and the ``fft`` extension (cuFFT), and ML
+extensions (activations, normalizations, softmax family, ``xp.losses``, ``xp.random``, dropout,
+``linear``).  Only what is listed in ``__all__`` is wired.  Default dtypes: float32, complex64,
 int64; float16 and bfloat16 are extension dtypes that promote like the standard's floats (to
 float32 with each other).
 
@@ -23,7 +23,7 @@ Layout (array-api-strict's): one module per chapter of the standard (``_creation
 ``_data_type_functions``, ``_elementwise_functions``, ``_indexing_functions``,
 ``_linear_algebra_functions``, ``_manipulation_functions``, ``_searching_functions``,
 ``_set_functions``, ``_sorting_functions``, ``_statistical_functions``, ``_utility_functions``,
-``_constants``, ``_info``, ``linalg``), one module per op family for the extensions
+``_constants``, ``_info``, ``linalg``, ``fft``), one module per op family for the extensions
 (``_<family>_extensions``, ``losses``, ``random``), and shared machinery in modules with one job:
 ``_dtypes`` / ``_promotion`` / ``_device`` / ``_dlpack`` at the bottom, ``_array_object`` above
 them, then the bridges to the plans (``_dispatch``, ``_plans``, ``_copy``, ``_reduce``,
@@ -37,6 +37,7 @@ from baracuda_dsl.errors import UnsupportedError  # noqa: F401
 
 from . import _copy, _elementwise_functions, _indexing_functions, _linear_algebra_functions
 from . import losses  # noqa: F401  (xp.losses.<torch.nn.functional name>)
+from . import fft  # noqa: F401  (xp.fft: the standard's FFT extension, on cuFFT)
 from . import linalg  # noqa: F401  (xp.linalg: the standard's linear algebra extension)
 from . import random  # noqa: F401  (xp.random.Generator / default_rng)
 from ._array_object import OPERATIONS, Array
@@ -144,5 +145,5 @@ __all__ += ["concat", "stack", "unstack", "moveaxis", "roll", "take", "take_alon
 __all__ += ["random", "losses", "dropout", "gumbel_softmax", "softmax", "log_softmax", "sparsemax"]
 __all__ += ["flash_attention", "flash_attention_backward", "scaled_dot_product_attention",
             "rope", "rope_backward", "rope_cos_sin"]
-__all__ += ["matmul", "tensordot", "vecdot", "linear", "linalg"]
+__all__ += ["matmul", "tensordot", "vecdot", "linear", "linalg", "fft"]
 __all__ += ["empty_cache", "CUDAGraph", "current_stream", "use_stream"]

@@ -36,6 +36,11 @@ class __array_namespace_info__:
         return {"boolean indexing": True, "data-dependent shapes": True,
                 "max dimensions": MAX_RANK}
 
+    def extensions(self) -> list:
+        """The standard's extensions this namespace implements, complete: ``['fft', 'linalg']``
+        (``xp.fft``, ``xp.linalg``)."""
+        return ["fft", "linalg"]
+
     def default_device(self) -> Device:
         """The current CUDA device (``Device(n)``)."""
         return as_device(None)

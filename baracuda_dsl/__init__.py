@@ -17,6 +17,8 @@ from .errors import (BaracudaError, BufferTooSmallError, CompileError, DeviceMis
                      KernelNotCachedError,
                      MisalignedOperandError, NoDeviceError, UnsupportedError,
                      WorkspaceTooSmallError)
+from .runtime.vendor import (LinAlgError, NoConvergenceError, NotPositiveDefiniteError,
+                             SingularMatrixError, VendorError)
 from .ops import PUBLIC as _ops_public
 from .ops import *  # noqa: F401,F403  (every family's Descriptors, Args and Plans)
 from .tensor import MAX_RANK, TensorView, as_view
@@ -32,7 +34,8 @@ __all__ = [
     "BaracudaError", "UnsupportedError", "InvalidProblemError", "DeviceMismatchError",
     "MisalignedOperandError", "BufferTooSmallError", "WorkspaceTooSmallError",
     "KernelNotCachedError", "CompileError", "DriverError", "NoDeviceError",
-    "DeviceOutOfMemoryError",
+    "DeviceOutOfMemoryError", "VendorError", "LinAlgError", "NotPositiveDefiniteError",
+    "SingularMatrixError", "NoConvergenceError",
     "TensorView", "as_view", "MAX_RANK",
     "ArchSku", "BackendKind", "OpCategory", "KernelSku", "PrecisionGuarantee", "PlanPreference",
     "Workspace",

@@ -26,7 +26,8 @@ from ..jit.template import KernelTemplate, registered
 #: the op families, in the order their kernels are listed and prebuilt
 FAMILIES: Tuple[str, ...] = (
     "normalization", "shape", "elementwise", "scan", "sorting", "histogram", "reduction",
-    "indexing", "segment", "random", "losses", "gemm", "softmax", "attention",
+    "indexing", "segment", "random", "losses", "gemm", "softmax", "attention", "linalg",
+    "fft",
 )
 
 #: comma-separated extra modules that register templates (out-of-tree or test templates); read

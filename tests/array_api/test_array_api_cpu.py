@@ -27,7 +27,8 @@ def test_namespace_and_dtypes():
     info = xp.__array_namespace_info__()
     assert info.default_dtypes()["real floating"] == xp.float32
     assert set(info.dtypes(kind="bool")) == {"bool"}
-    assert hasattr(xp, "matmul") and hasattr(xp, "linalg") and not hasattr(xp, "fft")  # unwired: absent
+    assert hasattr(xp, "matmul") and hasattr(xp, "linalg") and hasattr(xp, "fft")
+    assert info.extensions() == ["fft", "linalg"]
     assert callable(xp.take) and callable(xp.concat) and callable(xp.segment_sum)
     assert callable(xp.sum) and callable(xp.unique_all) and callable(xp.cumulative_sum)
 

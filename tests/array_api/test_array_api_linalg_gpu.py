@@ -256,8 +256,13 @@ def test_matrix_power_and_linalg_errors():
         # n − 1 chained 7-term products at most, relative to |m|^n (0 and 1: exact)
         _check(linalg.matrix_power(m, n), np.linalg.matrix_power(hm, n), "float64",
                np.linalg.matrix_power(np.abs(hm), n), 7, products=max(n - 1, 0))
-    with pytest.raises(xp.UnsupportedError):
-        linalg.inv(m)
+    # negative powers go through inv (issue 20): m⁻² against numpy, relative to ‖m⁻²‖·cond²
+    got = _h(linalg.matrix_power(m, -2))
+    ref = np.linalg.matrix_power(hm, -2)
+    cond = np.linalg.cond(hm).max()
+    assert np.abs(got - ref).max() <= 1e-13 * cond ** 2 * np.abs(ref).max()
+    with pytest.raises(TypeError):
+        linalg.inv(_dev(np.eye(3), "int32"))
 
 
 def test_batched_plan_stride0_broadcast():

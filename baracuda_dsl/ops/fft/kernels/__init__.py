@@ -1,0 +1,1 @@
+"""CuTe DSL kernels of the fft family: none (its backend is cuFFT, see ``specs``)."""
