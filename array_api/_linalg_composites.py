@@ -20,6 +20,7 @@ from . import _plans
 from ._array_object import Array
 from ._manipulation_functions import reshape as _reshape
 from ._data_type_functions import result_type
+from ._reduce import reduction_axes
 from ._linalg_factorizations import inv, matrix_operand, real_dtype, restore, svd, svdvals
 
 _INF = float("inf")
@@ -37,21 +38,6 @@ def _floating(x, fn: str) -> Array:
     return x
 
 
-def _norm_axes(axis, ndim: int, fn: str):
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, int) and not isinstance(axis, bool) else tuple(axis)
-    out = []
-    for a in axes:
-        a = operator.index(a)
-        if not -ndim <= a < ndim:
-            raise ValueError(f"{fn}: axis {a} is out of range for {ndim} dimensions")
-        out.append(a % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{fn}: repeated axis in {axis}")
-    return tuple(out)
-
-
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
     """Vector p-norm over ``axis`` (None: all elements; an int or a tuple of axes):
     ord = 2: sqrt(Σ|x|²) (a scaled reduction), 1: Σ|x|, inf: max|x|, -inf: min|x|, 0: the count
@@ -64,7 +50,7 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2) -> Array:
     x = _floating(x, "vector_norm")
     if isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"vector_norm: ord must be an int or a float, got {type(ord).__name__}")
-    axes = _norm_axes(axis, x.ndim, "vector_norm")
+    axes = reduction_axes(axis, x.ndim)
     rt = real_dtype(x.dtype)
     a = _abs(x) if x.dtype != rt or ord != 2 else x
     if ord == 2:

@@ -7,10 +7,9 @@ relative — central differences are O(ε²) accurate and the forward runs in fl
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.gpu
+from _fd_checks import check_directional as _check, dev64 as _d, host as _h, inner as _ip
 
-EPS = 1e-6
-TOL = 1e-6
+pytestmark = pytest.mark.gpu
 
 
 def _xp():
@@ -21,31 +20,6 @@ def _xp():
 def _rand(rng, shape, complex_):
     a = rng.standard_normal(shape)
     return a + 1j * rng.standard_normal(shape) if complex_ else a
-
-
-def _d(a):
-    xp = _xp()
-    return xp.asarray(np.ascontiguousarray(a),
-                      dtype=xp.complex128 if np.iscomplexobj(a) else xp.float64)
-
-
-def _h(x):
-    return np.asarray(x.to_numpy())
-
-
-def _ip(g, d):
-    """Re Σ conj(g)·d."""
-    return float(np.real(np.sum(np.conj(g) * d)))
-
-
-def _fd(loss, a, d):
-    return (loss(a + EPS * d) - loss(a - EPS * d)) / (2 * EPS)
-
-
-def _check(loss, a, d, ga):
-    fd = _fd(loss, a, d)
-    an = _ip(ga, d)
-    assert abs(fd - an) <= TOL * max(1.0, abs(fd)), (fd, an)
 
 
 def _herm(x):

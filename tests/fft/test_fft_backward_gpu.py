@@ -7,36 +7,16 @@ ifft / fftn over some axes with padding and trimming, every norm, rfft / rfftn a
 import numpy as np
 import pytest
 
+from _fd_checks import check_directional as _check, dev64 as _d, host as _h, inner as _ip
+
 pytestmark = pytest.mark.gpu
 
-EPS = 1e-6
-TOL = 1e-6
 NORMS = ["backward", "ortho", "forward"]
 
 
 def _xp():
     import array_api as xp
     return xp
-
-
-def _d(a):
-    xp = _xp()
-    return xp.asarray(np.ascontiguousarray(a),
-                      dtype=xp.complex128 if np.iscomplexobj(a) else xp.float64)
-
-
-def _h(x):
-    return np.asarray(x.to_numpy())
-
-
-def _ip(g, d):
-    return float(np.real(np.sum(np.conj(g) * d)))
-
-
-def _check(loss, x, d, gx):
-    fd = (loss(x + EPS * d) - loss(x - EPS * d)) / (2 * EPS)
-    an = _ip(gx, d)
-    assert abs(fd - an) <= TOL * max(1.0, abs(fd)), (fd, an)
 
 
 def _c(rng, shape):

@@ -79,8 +79,11 @@ def _herm_lower(a):
     return np.tril(a) + np.conj(np.tril(a, -1)).T
 
 
-def _potrf(ar, A, n, info_ptr):
-    H = _herm_lower(np.array(A, np.complex128 if np.iscomplexobj(A) else np.float64))
+def _potrf(ar, A, n, info_ptr, uplo=0):
+    """potrf on the column-major matrix A: uplo 0 (lower) H = L·Lᴴ, L into the lower triangle;
+    uplo 1 (upper) H = Uᴴ·U from the upper triangle, U into it; the other triangle untouched."""
+    W = np.array(A, np.complex128 if np.iscomplexobj(A) else np.float64)
+    H = _herm_lower(W) if uplo == 0 else _herm_lower(np.conj(W).T)
     bad = 0
     for k in range(1, n + 1):
         try:
@@ -90,7 +93,10 @@ def _potrf(ar, A, n, info_ptr):
             break
     if not bad:
         L = np.linalg.cholesky(H)
-        A[...] = np.where(np.tril(np.ones((n, n), bool)), L, A)
+        if uplo == 0:
+            A[...] = np.where(np.tril(np.ones((n, n), bool)), L, A)
+        else:
+            A[...] = np.where(np.triu(np.ones((n, n), bool)), np.conj(L).T, A)
     ar.i32(info_ptr, 1)[0] = bad
 
 
@@ -183,15 +189,15 @@ def make_fake_call(ar: Arena):
             return 16           # typed orgqr / ungqr: lwork in elements
         if fn == "xpotrf":
             h, p, uplo, n, dt, A, lda, ct, dw, dws, hw, hws, info = a
-            assert uplo == 0 and dt == ct and lda >= max(1, n) and dws >= 512
-            _potrf(ar, ar.cm(A, n, n, lda, dt), n, info)
+            assert uplo in (0, 1) and dt == ct and lda >= max(1, n) and dws >= 512
+            _potrf(ar, ar.cm(A, n, n, lda, dt), n, info, uplo)
             return None
         if fn.endswith("potrf_batched"):
             h, uplo, n, aarray, lda, info, batch = a
             code = {"s": 0, "d": 1, "c": 4, "z": 5}[fn[0]]
             ptrs = ar.raw(aarray, (batch,), (1,), np.uint64)
             for b in range(batch):
-                _potrf(ar, ar.cm(int(ptrs[b]), n, n, lda, code), n, info + 4 * b)
+                _potrf(ar, ar.cm(int(ptrs[b]), n, n, lda, code), n, info + 4 * b, uplo)
             return None
         if fn == "xgetrf":
             h, p, m, n, dt, A, lda, ipiv, ct, dw, dws, hw, hws, info = a

@@ -406,12 +406,28 @@ class VendorPlanBase(Plan):
     def _aux_element(self) -> Optional[DType]:
         return None
 
+    #: plans with a batched and a per-matrix route set this in ``_check`` (None: one route)
+    _batched: Optional[bool] = None
+
     def _knobs(self) -> tuple:
-        return ()
+        """The sku's knobs: the route of two-route plans."""
+        if self._batched is None:
+            return ()
+        return (("route", "batched" if self._batched else "per_matrix"),)
 
     def _matrix_empty(self) -> bool:
-        """True when every matrix of the batch is empty (nothing for the library to do)."""
-        raise NotImplementedError
+        """True when every matrix of the batch is empty (nothing for the library to do):
+        ``desc.n == 0`` unless a plan says otherwise."""
+        return self.desc.n == 0
+
+    def getrf_sizes(self, ordinal: int, m: int, n: int) -> Tuple[int, int]:
+        """(device, host) bytes of Xgetrf on an m × n column-major matrix ((0, 0) on the
+        batched route, which needs no library workspace)."""
+        if self._batched:
+            return (0, 0)
+        h, p = self.query_handle(ordinal)
+        dt = vendor.data_type(self.desc.dtype)
+        return vendor.call("cusolverDn", "xgetrf_buffer_size", h, p, m, n, dt, 0, max(1, m), dt)
 
     def _vendor_sizes(self, ordinal: int) -> Tuple[int, int]:
         raise NotImplementedError

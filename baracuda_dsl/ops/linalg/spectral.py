@@ -370,9 +370,6 @@ class EighPlan(VendorPlanBase):
         return (("route", "batched" if self._batched else "single"),
                 ("vectors", bool(self.desc.compute_v)))
 
-    def _matrix_empty(self) -> bool:
-        return self.desc.n == 0
-
     def _vendor_sizes(self, ordinal: int):
         d = self.desc
         h, p = self.query_handle(ordinal)
@@ -480,9 +477,6 @@ class EigPlan(VendorPlanBase):
 
     def _knobs(self) -> tuple:
         return (("vectors", bool(self.desc.compute_v)),)
-
-    def _matrix_empty(self) -> bool:
-        return self.desc.n == 0
 
     def _vendor_sizes(self, ordinal: int):
         d = self.desc
