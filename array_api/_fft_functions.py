@@ -37,6 +37,8 @@ import operator
 
 import numpy as np
 
+from baracuda_dsl.tensor import contiguous_strides
+
 from . import _dtypes as _dt
 from . import _plans
 from ._array_object import Array
@@ -182,8 +184,9 @@ def _transform(name: str, x: Array, kind: str, axes: list, sizes: list, norm: st
     if kind == "c2r":
         extents[-1] = sizes[-1] // 2 + 1
     xr = resize_axes(x, axes, extents)
+    dense = xr.strides == contiguous_strides(xr.shape)
     desc = FFTDescriptor(tuple(xr.shape), tuple(axes), kind, xr.dtype, inverse, norm,
-                         sizes[-1] if kind == "c2r" else None)
+                         sizes[-1] if kind == "c2r" else None, dense)
     plan = _plans.select(FFTPlan, desc)
     out = Array._empty(desc.out_shape, desc.out_dtype, x.device)
     _plans.run(plan, FFTArgs(xr, out), x.device)

@@ -167,6 +167,16 @@ def test_copy_buffers():
     # empty batch: nothing, and no GPU query
     p = FFTPlan.select(FFTDescriptor((0, 16), (1,)), PREF)
     assert p.is_empty() and p.workspace_size() == 0
+    # a promised dense input over the trailing axis: cuFFT reads x itself, no buffer; c2r still
+    # copies (cuFFT overwrites its input), a permuted call still needs its two buffers
+    p = FFTPlan.select(FFTDescriptor((8, 1000), (-1,), dense_input=True), PREF)
+    assert p.copy_workspace_size() == 0
+    p = FFTPlan.select(FFTDescriptor((8, 33), (1,), "c2r", dense_input=True), PREF)
+    assert p.copy_workspace_size() == align_up(8 * 33 * 8)
+    p = FFTPlan.select(FFTDescriptor((8, 1000), (0,), dense_input=True), PREF)
+    assert p.copy_workspace_size() == 2 * align_up(8 * 1000 * 8)
+    with pytest.raises(bd.InvalidProblemError):
+        FFTDescriptor((8, 1000), (-1,), dense_input=1)
 
 
 def test_host_arrays_rejected_before_launch():

@@ -288,3 +288,27 @@ def test_large_batched_c2c_matches_torch():
     ref = np.fft.fft(to_numpy(x), axis=1)
     _check(out, ref, d)
     _check(torch.fft.fft(x, dim=1), ref, d, what="torch (sanity)")
+
+
+@pytest.mark.parametrize("kind,shape,axes,dtype", [("c2c", (8, 1000), (1,), "complex64"),
+                                                   ("r2c", (6, 96), (1,), "float64"),
+                                                   ("c2r", (4, 33), (1,), "complex64"),
+                                                   ("c2c", (6, 10, 12), (1, 2), "complex128")])
+def test_dense_input_promise(kind, shape, axes, dtype):
+    """``dense_input=True``: no copy buffer where cuFFT can read x itself, the same results as
+    without the promise, and a strided x is refused before any launch."""
+    torch = _torch()
+    import baracuda_dsl as bd
+    from baracuda_dsl.ops.fft import FFTArgs, FFTDescriptor, FFTPlan
+
+    d = FFTDescriptor(shape, axes, kind, dtype, dense_input=True)
+    _case(torch, d)
+    if kind != "c2r":
+        assert FFTPlan.select(d).copy_workspace_size() == 0
+    plan = FFTPlan.select(d)
+    x = torch.zeros(shape[::-1], dtype=getattr(torch, dtype), device="cuda").permute(
+        *reversed(range(len(shape))))
+    out = torch.empty(d.out_shape, dtype=getattr(torch, d.out_dtype.name), device="cuda")
+    ws = torch.empty(max(plan.workspace_size(), 1), dtype=torch.uint8, device="cuda")
+    with pytest.raises(bd.InvalidProblemError):
+        plan.run(FFTArgs(x, out), workspace=ws)

@@ -137,7 +137,9 @@ class FFTDescriptor:
     (float32 / float64 in, forward only) or "c2r" (complex64 / complex128 in, real out, inverse
     only); ``inverse`` (None: forward for c2c / r2c, inverse for c2r); ``norm`` "backward" |
     "ortho" | "forward"; ``out_last`` (c2r only): the real output length of the last axis of
-    ``axes`` (default ``2·(m − 1)``; the input extent m must equal ``out_last//2 + 1``)."""
+    ``axes`` (default ``2·(m − 1)``; the input extent m must equal ``out_last//2 + 1``);
+    ``dense_input``: the caller promises a dense row-major x (checked at run), so a transform
+    that cuFFT can read in place of a copy reserves no copy buffer in the workspace."""
 
     shape: Tuple[int, ...]
     axes: Tuple[int, ...]
@@ -146,6 +148,7 @@ class FFTDescriptor:
     inverse: Optional[bool] = None
     norm: str = "backward"
     out_last: Optional[int] = None
+    dense_input: bool = False
 
     def __post_init__(self):
         shape = check_shape(self.shape, "FFT: x")
@@ -197,6 +200,9 @@ class FFTDescriptor:
             object.__setattr__(self, "out_last", ol)
         elif self.out_last is not None:
             raise InvalidProblemError(f"FFT: out_last is for c2r only (kind {self.kind!r})")
+        if not isinstance(self.dense_input, bool):
+            raise InvalidProblemError(f"FFT: dense_input must be a bool, got "
+                                      f"{self.dense_input!r}")
         for a in self.axes:
             n = self.lengths[self.axes.index(a)]
             if n < 1:
@@ -440,6 +446,8 @@ class FFTPlan(Plan):
                and _perm(rank, self._calls[0].axes) == tuple(range(rank)))
         if not self._calls or (len(self._calls) == 1 and self._calls[0].op in ("cast", "real")):
             self._nbuf = 0           # a copy, a cast or a real part straight into out
+        elif one and d.dense_input and self._calls[0].op != "c2r":
+            self._nbuf = 0           # cuFFT reads the dense x and writes out directly
         else:
             self._nbuf = 1 if one else 2
         self._work = None            # the cuFFT work-area bytes (lazy: needs a GPU)
@@ -504,6 +512,10 @@ class FFTPlan(Plan):
         x = view_arg(args.x, "x", shape=d.shape, dtype=d.dtype)
         out = view_arg(args.out, "out", shape=d.out_shape, dtype=d.out_dtype, device=x.device)
         check_writable_no_overlap(out, "out")
+        if d.dense_input and x.numel and not x.is_contiguous():
+            raise InvalidProblemError(f"FFT: the descriptor promises a dense input "
+                                      f"(dense_input=True) but x has strides {x.strides} for "
+                                      f"shape {x.shape}")
         if out.numel and not out.is_contiguous():
             raise UnsupportedError(f"FFT: out must be dense row-major (got strides "
                                    f"{out.strides} for shape {out.shape})")
