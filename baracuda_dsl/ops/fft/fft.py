@@ -49,8 +49,9 @@ dense row-major (UnsupportedError otherwise), of :attr:`FFTDescriptor.out_shape`
 
 Workspace (``workspace_size()``): the cuFFT work area (the largest of the calls', 256-byte
 aligned) plus one or two dense buffers of the largest intermediate (none are touched when the
-input is dense, the axes are trailing and one call does everything, but the size does not depend
-on strides).
+input is dense, the axes are trailing and one call does everything; the size depends on the
+descriptor only, so such a plan reserves its input buffer anyway unless the descriptor says
+``dense_input=True``, a promise ``run`` checks).
 
 Precision: cuFFT computes in the dtype's precision (float32 for complex64 / float32, float64 for
 the double types); errors grow like O(log2 N)·eps relative to the norm of the data.  Results are
