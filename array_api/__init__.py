@@ -86,6 +86,7 @@ from ._elementwise_extensions import __all__ as _elementwise_extension_names
 from ._attention_extensions import (flash_attention, flash_attention_backward, rope,
                                     rope_backward, rope_cos_sin,
                                     scaled_dot_product_attention)
+from ._conv_extensions import conv, conv_backward, conv_transpose
 from ._gemm_extensions import linear
 from ._histogram_extensions import bincount, histc, histogram
 from ._indexing_extensions import gather, index_select, one_hot, scatter, scatter_add
@@ -145,5 +146,6 @@ __all__ += ["concat", "stack", "unstack", "moveaxis", "roll", "take", "take_alon
 __all__ += ["random", "losses", "dropout", "gumbel_softmax", "softmax", "log_softmax", "sparsemax"]
 __all__ += ["flash_attention", "flash_attention_backward", "scaled_dot_product_attention",
             "rope", "rope_backward", "rope_cos_sin"]
+__all__ += ["conv", "conv_transpose", "conv_backward"]
 __all__ += ["matmul", "tensordot", "vecdot", "linear", "linalg", "fft"]
 __all__ += ["empty_cache", "CUDAGraph", "current_stream", "use_stream"]

@@ -32,7 +32,8 @@ from . import harness as H
 #: the families after the launch study, in run order; each benchmarks/<family>.py has
 #: ``SECTIONS`` (harness.Section: bench.json key, RESULTS.md title, run, markdown)
 LATER = ("softmax", "reduction", "scan", "sorting", "histogram", "shape", "indexing", "segment",
-         "random", "gemm", "losses", "attention", "attention_decode", "linalg", "fft")
+         "random", "gemm", "losses", "attention", "attention_decode", "linalg", "fft",
+         "conv")
 #: every family run_all knows (``--families``): normalization and elementwise run first, with the
 #: run's copy ceiling, and their tables head the RESULTS.md fragment
 FAMILIES = ("normalization", "elementwise") + LATER
