@@ -88,6 +88,9 @@ from ._attention_extensions import (flash_attention, flash_attention_backward, r
                                     scaled_dot_product_attention)
 from ._conv_extensions import conv, conv_backward, conv_transpose
 from ._gemm_extensions import linear
+from ._pooling_extensions import (adaptive_avg_pool, adaptive_avg_pool_backward,
+                                  adaptive_max_pool, adaptive_max_pool_backward, avg_pool,
+                                  avg_pool_backward, max_pool, max_pool_backward)
 from ._histogram_extensions import bincount, histc, histogram
 from ._indexing_extensions import gather, index_select, one_hot, scatter, scatter_add
 from ._normalization_extensions import (batch_norm, group_norm, instance_norm, layer_norm,
@@ -147,5 +150,7 @@ __all__ += ["random", "losses", "dropout", "gumbel_softmax", "softmax", "log_sof
 __all__ += ["flash_attention", "flash_attention_backward", "scaled_dot_product_attention",
             "rope", "rope_backward", "rope_cos_sin"]
 __all__ += ["conv", "conv_transpose", "conv_backward"]
+__all__ += ["max_pool", "avg_pool", "adaptive_max_pool", "adaptive_avg_pool", "max_pool_backward",
+            "avg_pool_backward", "adaptive_max_pool_backward", "adaptive_avg_pool_backward"]
 __all__ += ["matmul", "tensordot", "vecdot", "linear", "linalg", "fft"]
 __all__ += ["empty_cache", "CUDAGraph", "current_stream", "use_stream"]
