@@ -169,23 +169,8 @@ def conv(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Arr
     x (N, C, *in) with weight (K, C/groups, *kernel), plus bias (K,) when given.  ``padding``:
     an int, one per spatial dim, ``"valid"`` (0) or ``"same"`` (stride 1; asymmetric for even
     kernels, extra padding at the end, as torch).  cuDNN (bias fused when cuDNN can)."""
-    _plans.check_operand(x, "conv")
-    _plans.check_array(weight, "weight")
-    _spatial(x, "conv")
-    if weight.ndim != x.ndim:
-        raise ValueError(f"conv: weight must have rank {x.ndim}, got shape {weight.shape}")
-    _check_dtypes("conv", x, weight)
-    _same_device("conv", x, weight, bias)
-    layout = _layout_of(x)
-    desc = _descriptor("conv", tuple(x.shape), tuple(weight.shape), x.dtype, layout,
-                       transposed=False, stride=stride, padding=padding, dilation=dilation,
-                       groups=groups, bias=bias is not None)
-    b = _bias(bias, desc.k, x.dtype, "conv")
-    xv, wv = _in_layout(x, layout), _in_layout(weight, layout)
-    y = _empty(desc.y_shape, x.dtype, layout, x.device)
-    if y.size:
-        _plans.run(_plans.select(ConvPlan, desc), ConvArgs(xv, wv, y, b), x)
-    return y
+    return _forward("conv", x, weight, bias, transposed=False, stride=stride, padding=padding,
+                    dilation=dilation, groups=groups)
 
 
 def conv_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
@@ -194,19 +179,26 @@ def conv_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, 
     (C, K/groups, *kernel), bias (K,); output (N, K, *out) with
     ``out = (in − 1)·stride − 2·padding + dilation·(kernel − 1) + output_padding + 1``.  cuDNN's
     data-gradient graph (the bias is added after it)."""
-    _plans.check_operand(x, "conv_transpose")
+    return _forward("conv_transpose", x, weight, bias, transposed=True, stride=stride,
+                    padding=padding, dilation=dilation, groups=groups,
+                    output_padding=output_padding)
+
+
+def _forward(fn: str, x, weight, bias, **geometry) -> Array:
+    """The body of ``conv`` / ``conv_transpose``: checks, the descriptor (``geometry``:
+    transposed, stride, padding, dilation, groups[, output_padding]), the output in x's layout
+    and one ConvPlan run (none for an empty output)."""
+    _plans.check_operand(x, fn)
     _plans.check_array(weight, "weight")
-    _spatial(x, "conv_transpose")
+    _spatial(x, fn)
     if weight.ndim != x.ndim:
-        raise ValueError(f"conv_transpose: weight must have rank {x.ndim}, got shape "
-                         f"{weight.shape}")
-    _check_dtypes("conv_transpose", x, weight)
-    _same_device("conv_transpose", x, weight, bias)
+        raise ValueError(f"{fn}: weight must have rank {x.ndim}, got shape {weight.shape}")
+    _check_dtypes(fn, x, weight)
+    _same_device(fn, x, weight, bias)
     layout = _layout_of(x)
-    desc = _descriptor("conv_transpose", tuple(x.shape), tuple(weight.shape), x.dtype, layout,
-                       transposed=True, stride=stride, padding=padding, dilation=dilation,
-                       groups=groups, output_padding=output_padding, bias=bias is not None)
-    b = _bias(bias, desc.k, x.dtype, "conv_transpose")
+    desc = _descriptor(fn, tuple(x.shape), tuple(weight.shape), x.dtype, layout,
+                       bias=bias is not None, **geometry)
+    b = _bias(bias, desc.k, x.dtype, fn)
     xv, wv = _in_layout(x, layout), _in_layout(weight, layout)
     y = _empty(desc.y_shape, x.dtype, layout, x.device)
     if y.size:
