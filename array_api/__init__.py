@@ -87,10 +87,19 @@ from ._attention_extensions import (flash_attention, flash_attention_backward, r
                                     rope_backward, rope_cos_sin,
                                     scaled_dot_product_attention)
 from ._conv_extensions import conv, conv_backward, conv_transpose
+from ._unfold_extensions import fold, unfold
+from ._interpolate_extensions import interpolate, interpolate_backward
+from ._sampling_extensions import (affine_grid, affine_grid_backward, grid_sample,
+                                   grid_sample_backward)
+from ._roi_extensions import (batched_nms, nms, roi_align, roi_align_backward, roi_pool,
+                              roi_pool_backward)
 from ._gemm_extensions import linear
 from ._pooling_extensions import (adaptive_avg_pool, adaptive_avg_pool_backward,
                                   adaptive_max_pool, adaptive_max_pool_backward, avg_pool,
                                   avg_pool_backward, max_pool, max_pool_backward)
+from ._pooling_more_extensions import (fractional_max_pool2d, fractional_max_pool3d,
+                                       fractional_max_pool_backward, lp_pool, lp_pool_backward,
+                                       max_unpool, max_unpool_backward)
 from ._histogram_extensions import bincount, histc, histogram
 from ._indexing_extensions import gather, index_select, one_hot, scatter, scatter_add
 from ._normalization_extensions import (batch_norm, group_norm, instance_norm, layer_norm,
@@ -149,8 +158,14 @@ __all__ += ["concat", "stack", "unstack", "moveaxis", "roll", "take", "take_alon
 __all__ += ["random", "losses", "dropout", "gumbel_softmax", "softmax", "log_softmax", "sparsemax"]
 __all__ += ["flash_attention", "flash_attention_backward", "scaled_dot_product_attention",
             "rope", "rope_backward", "rope_cos_sin"]
-__all__ += ["conv", "conv_transpose", "conv_backward"]
+__all__ += ["conv", "conv_transpose", "conv_backward", "unfold", "fold"]
+__all__ += ["interpolate", "interpolate_backward"]
+__all__ += ["grid_sample", "grid_sample_backward", "affine_grid", "affine_grid_backward"]
+__all__ += ["roi_align", "roi_align_backward", "roi_pool", "roi_pool_backward", "nms",
+            "batched_nms"]
 __all__ += ["max_pool", "avg_pool", "adaptive_max_pool", "adaptive_avg_pool", "max_pool_backward",
             "avg_pool_backward", "adaptive_max_pool_backward", "adaptive_avg_pool_backward"]
+__all__ += ["fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool_backward",
+            "lp_pool", "lp_pool_backward", "max_unpool", "max_unpool_backward"]
 __all__ += ["matmul", "tensordot", "vecdot", "linear", "linalg", "fft"]
 __all__ += ["empty_cache", "CUDAGraph", "current_stream", "use_stream"]

@@ -5,7 +5,8 @@ the repo root): ``python3 -m benchmarks.conv [--quick] [--out DIR]``; run_all ma
 
 Cases: ResNet-50 layer shapes, batch 32, bfloat16, NHWC (torch: ``channels_last``):
 56×56×64 3×3, 28×28×128 3×3 stride 2 (from 56×56), 14×14×256 1×1 (→ 1024), 7×7×512 3×3
-(``--quick``: the first two).  Ours runs the Plan directly (selected once, workspace allocated
+(``--quick``: the first two); UNet layers of a 256×256 image, batch 8: 256²×64 3×3,
+64²×256 3×3, 32²×512 3×3 (→ 1024), 256²×128 3×3 (→ 64).  Ours runs the Plan directly (selected once, workspace allocated
 once: the steady state of a framework), torch runs ``F.conv2d`` / ``torch.ops.aten.
 convolution_backward`` with ``torch.backends.cudnn.benchmark`` off (heuristic choice, like
 ours).  Times are CUDA-event medians (benchmarks/harness.py ``bench``); TFLOP/s counts
@@ -25,9 +26,17 @@ LAYERS = (
     ("res5 3x3", 512, 7, 512, 3, 1),
 )
 BATCH = 32
+#: UNet (2-D, 256×256 input) layers: (name, C, H·W in, K, kernel, stride), batch 8
+UNET = (
+    ("unet enc1 3x3", 64, 256, 64, 3, 1),
+    ("unet enc3 3x3", 256, 64, 256, 3, 1),
+    ("unet mid 3x3", 512, 32, 1024, 3, 1),
+    ("unet dec1 3x3", 128, 256, 64, 3, 1),
+)
+UNET_BATCH = 8
 
 
-def _case(torch, name, c, hw, k, r, s):
+def _case(torch, name, c, hw, k, r, s, batch=BATCH):
     import torch.nn.functional as F
 
     from baracuda_dsl.ops.conv import (ConvArgs, ConvBackwardDataArgs, ConvBackwardDataPlan,
@@ -39,7 +48,7 @@ def _case(torch, name, c, hw, k, r, s):
     dt = torch.bfloat16
     g = torch.Generator(device="cuda").manual_seed(0)
     pad = r // 2
-    desc = ConvDescriptor(2, BATCH, c, k, (hw, hw), r, s, pad, dtype="bf16", layout="NHWC")
+    desc = ConvDescriptor(2, batch, c, k, (hw, hw), r, s, pad, dtype="bf16", layout="NHWC")
     x = torch.randn(desc.x_shape, generator=g, device="cuda").to(dt).contiguous(memory_format=cl)
     w = torch.randn(desc.w_shape, generator=g, device="cuda").to(dt).contiguous(memory_format=cl)
     dy = torch.randn(desc.y_shape, generator=g, device="cuda").to(dt).contiguous(
@@ -75,7 +84,7 @@ def _case(torch, name, c, hw, k, r, s):
         t_ours = H.bench(ours, reps=20, warm=3, batch=8)
         t_torch = H.bench(tfn, reps=20, warm=3, batch=8)
         host = H.host_us(ours, n=300, warm=20)
-        rows.append(dict(case=f"{name} {op}", shape=f"{BATCH}x{c}x{hw}x{hw} k{k} {r}x{r} s{s}",
+        rows.append(dict(case=f"{name} {op}", shape=f"{batch}x{c}x{hw}x{hw} k{k} {r}x{r} s{s}",
                          dtype="bfloat16", ms=t_ours.median, torch_ms=t_torch.median,
                          tflops=flops / t_ours.median / 1e9,
                          torch_tflops=flops / t_torch.median / 1e9,
@@ -85,7 +94,9 @@ def _case(torch, name, c, hw, k, r, s):
 
 
 def cases(quick: bool):
-    return LAYERS[:2] if quick else LAYERS
+    if quick:
+        return LAYERS[:2]
+    return LAYERS + tuple(u + (UNET_BATCH,) for u in UNET)
 
 
 def run(out_dir=None, quick=False, log=print):
@@ -116,7 +127,7 @@ def markdown(res: dict) -> str:
                       body) + "\n"
 
 
-SECTIONS = (H.Section("conv", "Convolution (cuDNN), ResNet-50 layers, bf16 NHWC", run,
+SECTIONS = (H.Section("conv", "Convolution (cuDNN), ResNet-50 and UNet layers, bf16 NHWC", run,
                       markdown),)
 
 

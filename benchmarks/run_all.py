@@ -33,7 +33,7 @@ from . import harness as H
 #: ``SECTIONS`` (harness.Section: bench.json key, RESULTS.md title, run, markdown)
 LATER = ("softmax", "reduction", "scan", "sorting", "histogram", "shape", "indexing", "segment",
          "random", "gemm", "losses", "attention", "attention_decode", "linalg", "fft",
-         "conv")
+         "conv", "im2col", "pool", "image")
 #: every family run_all knows (``--families``): normalization and elementwise run first, with the
 #: run's copy ceiling, and their tables head the RESULTS.md fragment
 FAMILIES = ("normalization", "elementwise") + LATER

@@ -27,7 +27,7 @@ from ..jit.template import KernelTemplate, registered
 FAMILIES: Tuple[str, ...] = (
     "normalization", "shape", "elementwise", "scan", "sorting", "histogram", "reduction",
     "indexing", "segment", "random", "losses", "gemm", "softmax", "attention", "linalg",
-    "fft", "conv", "pooling",
+    "fft", "conv", "pooling", "image",
 )
 
 #: comma-separated extra modules that register templates (out-of-tree or test templates); read

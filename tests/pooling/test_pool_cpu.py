@@ -15,6 +15,7 @@ from baracuda_dsl.ops.pooling.pool import (AdaptivePoolBackwardPlan, AdaptivePoo
                                            PoolBackwardPlan, PoolDescriptor, PoolPlan,
                                            adaptive_pool_windows, pool_dense_strides,
                                            pool_output_size)
+from baracuda_dsl.common.spatial import fast_divisor
 from baracuda_dsl.ops.pooling.specs import pool as spec
 from baracuda_dsl.dtypes import dtype as as_dtype
 from baracuda_dsl.tensor import TensorView
@@ -131,13 +132,64 @@ def test_plan_skus():
 
 
 def test_sku_space():
+    runs = list(spec.POOL_FW_RUNS.space())
+    assert len(runs) == 8 and all(not k.wide and k.runs == spec.OUTPUTS_PER_THREAD for k in runs)
     for t in (spec.POOL_FW, spec.POOL_BW):
         ks = list(t.space())
-        assert len(ks) == len(set(ks)) == 8 <= 16
+        assert len(ks) == len(set(ks)) == 16
         assert {k.dtype for k in ks} == {"f32", "f16", "bf16", "f64"}
         assert {k.op for k in ks} == {"max", "avg"}
+        assert {k.wide for k in ks} == {False, True}
     assert sum(1 for _ in spec.POOL_FW.params) == 4 + sum(spec.FW_GROUPS)
     assert sum(1 for _ in spec.POOL_BW.params) == 4 + sum(spec.BW_GROUPS)
+
+
+def _magic(*ds):
+    return tuple(v for d in ds for v in fast_divisor(d))
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 7, 56, 112, 255, 1000, 65537, 2**20 + 3, 2**31 - 1])
+def test_fast_divisor_exact(d):
+    m, s = fast_divisor(d)
+    assert m < 2**32 + 1
+    rng = np.random.default_rng(d)
+    nums = np.concatenate([rng.integers(0, 2**31, 4000), [0, 1, d - 1, d, d + 1, 2 * d - 1,
+                                                          2**31 - 1, 2**31 - 2]])
+    for a in nums.tolist():
+        if a < 2**31:
+            assert a * m < 2**63 and (a * m) >> s == a // d, (a, d)
+    with pytest.raises(ValueError):
+        fast_divisor(0)
+
+
+def test_runs_template_for_long_rows(launches):
+    """pool_fw_runs when the last output extent holds a run, else one output per thread."""
+    x = _tv(0x10000, (2, 3, 9, 9), (243, 81, 9, 1), "f32")
+    for size, name, n in ((2, "pool_fw_runs", 2 * 3 * 4 * 1), (3, "pool_fw", 2 * 3 * 3 * 3)):
+        d = PoolDescriptor(2, (2, 3, 9, 9), size, op="avg", dtype="f32")
+        out = d.out_shape
+        y = _tv(0x80000, out, pool_dense_strides(out, "NCHW"), "f32")
+        PoolPlan.select(d, PREF).run(PoolArgs(x, y))
+        assert launches[-1][0] == name and launches[-1][3][3] == n
+    ad = AdaptivePoolDescriptor(2, (2, 3, 9, 9), 1, "avg")
+    y = _tv(0x80000, ad.out_shape, pool_dense_strides(ad.out_shape, "NCHW"), "f32")
+    AdaptivePoolPlan.select(ad, PREF).run(PoolArgs(x, y))
+    assert launches[-1][0] == "pool_fw" and launches[-1][3][3] == 6
+
+
+def test_wide_sku_for_large_problems(launches):
+    big = PoolDescriptor(2, (1, 1, 2**16, 2**15 + 2), 2, op="max", dtype="f32")
+    assert dict(PoolPlan.select(big, PREF).sku().knobs)["wide"] is True
+    small = PoolDescriptor(2, (1, 1, 8, 8), 2, op="max", dtype="f32")
+    plan = PoolPlan.select(small, PREF)
+    assert dict(plan.sku().knobs).get("wide", False) is False
+    # a strided view reaching past 2^31 elements runs the wide SKU of the same template
+    x = _tv(0x10000, small.shape, (64, 64, 2**29, 1), "f32")
+    y = _tv(0x80000, small.out_shape, pool_dense_strides(small.out_shape, "NCHW"), "f32")
+    plan.run(PoolArgs(x, y))
+    assert launches[-1][1].get("wide") is True
+    plan.run(PoolArgs(_tv(0x10000, small.shape, (64, 64, 8, 1), "f32"), y))
+    assert launches[-1][1].get("wide", False) is False
 
 
 def test_dense_strides():
@@ -162,8 +214,12 @@ def test_launch_arguments(launches):
     idx = _tv(0x90000, out, pool_dense_strides(out, "NCHW"), "int64")
     PoolPlan.select(d, PREF).run(PoolArgs(x, y, idx))
     name, knobs, grid, args, _ = launches[-1]
-    assert name == "pool_fw" and knobs == {"dtype": "f32", "op": "max"}
-    n = int(np.prod(out))
+    # the last output extent (5) holds a run: pool_fw_runs (wide=False is the default)
+    assert name == "pool_fw_runs" and knobs == {"dtype": "f32", "op": "max",
+                                                "runs": spec.OUTPUTS_PER_THREAD}
+    v = spec.OUTPUTS_PER_THREAD                      # outputs per thread along the last dim
+    og = -(-out[3] // v)
+    n = int(np.prod(out[:3])) * og
     assert grid == ((n + 255) // 256, 1, 1)
     assert len(args) == 4 + sum(spec.FW_GROUPS)
     assert args[:4] == [0x10000, 0x80000, 0x90000, n]
@@ -171,14 +227,17 @@ def test_launch_arguments(launches):
     assert args[12:24] == [1, 3, 2, 1, 2, 1, 0, 1, 0, 1, 1, 2]
     assert args[24:29] == [500, 100, 0, 10, 1]
     assert args[29:34] == [out[1] * out[2] * out[3], out[2] * out[3], 0, out[3], 1]
-    assert args[34:] == [0, 1, 0, 0, 1]
+    assert args[34:39] == [0, 1, 0, 0, 1]
+    # magic pairs: C, Od, Oh, the runs along Ow; then per dim dilation, output, stride, input
+    assert args[39:47] == list(_magic(3, 1, out[2], og))
+    assert args[47:] == list(_magic(1, 1, 1, 1, 1, out[2], 2, 7, 2, out[3], 1, 9))
     # no indices: want_idx 0; avg flags; NHWC output
     d2 = PoolDescriptor(1, (2, 3, 8), 3, 2, 1, op="avg", count_include_pad=False,
                         divisor_override=-5, dtype="bf16", layout="NHWC")
     y2 = _tv(0x80000, d2.out_shape, pool_dense_strides(d2.out_shape, "NHWC"), "bf16")
     PoolPlan.select(d2, PREF).run(PoolArgs(_tv(0x10000, d2.shape, (24, 8, 1), "bf16"), y2))
     args = launches[-1][3]
-    assert args[34:] == [0, 0, -5, 1, 0]
+    assert args[34:39] == [0, 0, -5, 1, 0]
     with pytest.raises(bd.UnsupportedError):              # y not dense in the layout
         PoolPlan.select(d2, PREF).run(PoolArgs(_tv(0x10000, d2.shape, (24, 8, 1), "bf16"),
                                                _tv(0x80000, d2.out_shape, (12, 4, 1), "bf16")))
@@ -200,7 +259,7 @@ def test_launch_arguments(launches):
     assert args[4:12] == [2, 3, 1, 5, 6, 1, 2, 4]
     assert args[12:24] == [1] * 6 + [0] * 3 + [1] * 3
     assert args[24:29] == [1, 2, 0, 100, 10] and args[29:34] == [24, 8, 0, 4, 1]
-    assert args[34:39] == [90, 30, 0, 6, 1] and args[39:] == [1, 1, 0, 0]
+    assert args[34:39] == [90, 30, 0, 6, 1] and args[39:43] == [1, 1, 0, 0]
 
 
 def test_host_arrays_rejected_before_launch():

@@ -54,11 +54,16 @@ Workspace: cuDNN's, queried from the built graph on the first ``workspace_size()
 ``select`` never touches one).  Graphs are built once per (problem, device, thread) and cached
 (the 64 most recently used per thread).  ``recordable = False``: launch-record replay does not
 cover vendor calls.  A problem cuDNN has no engine for raises UnsupportedError naming it.
+
+Host cost: a steady-state ``run`` validates its operands and makes one C call into cuDNN
+(:class:`.cudnn_backend.RawLaunch`), not the frontend's Python ``execute``.  The family's unfold /
+fold (im2col / col2im) are CuTe DSL kernels: :mod:`.im2col`.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
@@ -407,6 +412,10 @@ class _ConvPlanBase(Plan):
         self._ws: Dict[int, int] = {}
         self._out_field = self._fields()[-1][0]
         shapes = dict(self._fields())
+        #: per Args field: (shape, the dense strides of the layout), computed once
+        self._expect = tuple((f, tuple(sh), d.strides_of(sh)) for f, sh in self._fields())
+        #: this thread's built graphs by device ordinal (run-time lookups skip hashing the spec)
+        self._local = threading.local()
         self._empty = prod(shapes[self._out_field]) == 0
         # an empty reduction (a filter gradient over an empty batch) writes zeros
         self._zero_only = not self._empty and self._kind == "backward_filter" and d.n == 0
@@ -445,8 +454,20 @@ class _ConvPlanBase(Plan):
     def is_empty(self) -> bool:
         return self._empty
 
+    def _label(self) -> str:
+        return f"{type(self).__name__}({self.desc})"
+
     def _built(self, ordinal: int):
-        what = f"{type(self).__name__}({self.desc})"
+        cache = getattr(self._local, "built", None)
+        if cache is None:
+            cache = self._local.built = {}
+        hit = cache.get(ordinal)
+        if hit is None or hit[1] is not self._post:
+            hit = cache[ordinal] = (self._build_graph(ordinal), self._post)
+        return hit[0]
+
+    def _build_graph(self, ordinal: int):
+        what = self._label()
         spec = self._spec
         if self._post is None and (spec.bias is not None or spec.relu):
             try:
@@ -475,12 +496,11 @@ class _ConvPlanBase(Plan):
         d = self.desc
         views = {}
         dev = None
-        for field, shape in self._fields():
-            v = view_arg(getattr(args, field, None), field, shape=tuple(shape), dtype=d.dtype,
+        for field, shape, expect in self._expect:
+            v = view_arg(getattr(args, field, None), field, shape=shape, dtype=d.dtype,
                          device=dev)
             dev = v.device if dev is None else dev
-            expect = d.strides_of(shape)
-            if not strides_match(v, expect):
+            if v.strides != expect and not strides_match(v, expect):
                 raise UnsupportedError(
                     f"conv: {field} has strides {v.strides} for shape {v.shape}; the {d.layout} "
                     f"layout needs {expect} (copy it to that layout first)")
@@ -518,8 +538,7 @@ class _ConvPlanBase(Plan):
             raise WorkspaceTooSmallError(need, ws.nbytes)
         ptrs = {role: bound[field].ptr for role, field in self._roles.items()
                 if role != "bias" or (self._post is None and self._spec.bias is not None)}
-        cb.execute(built, ptrs, stream, ws.ptr, f"{type(self).__name__}({self.desc})",
-                   ordinal)
+        cb.execute(built, ptrs, stream, ws.ptr, self._label, ordinal)
         if self._post is not None:
             self._epilogue(bound, stream)
 

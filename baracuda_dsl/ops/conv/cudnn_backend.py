@@ -23,15 +23,20 @@ convolution graphs the conv plans run.
   failure → DeviceOutOfMemoryError; a missing library → UnsupportedError with the install
   hint; any other failure of a cuDNN call → :class:`CudnnError` (a DriverError).
 
-Operands are passed to ``execute`` as raw device addresses (Python ints) keyed by the graph's
-tensors; the frontend then takes each tensor's geometry from the graph's declaration.  The
-workspace is the caller's (a raw address, or None when the plan needs none).
+Operands are passed to ``execute`` as raw device addresses (Python ints) keyed by role; the
+geometry is the graph's declaration.  The workspace is the caller's (a raw address, or None when
+the plan needs none).  The steady-state run skips the frontend's Python ``execute`` (25–45 µs of
+variant-pack rebuilding per call): :class:`RawLaunch` writes the addresses into a per-graph
+pointer array in the backend's order and makes one C call; graphs the frontend cannot serve that
+way (python engines, a frontend without the lowered-graph entry points) use ``execute``.
 """
 
 from __future__ import annotations
 
 import collections
+import ctypes
 import importlib
+import os
 import threading
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
@@ -44,6 +49,9 @@ INSTALL_HINT = ("install NVIDIA's cuDNN frontend and cuDNN 9: pip install nvidia
 
 #: graphs kept per thread (least recently used ones are dropped)
 GRAPH_CACHE_SIZE = 64
+#: BARACUDA_DSL_CUDNN_RAW=0 turns the raw-pointer launch off (every run goes through the
+#: frontend's public ``execute``; for diagnosis)
+_RAW_ENABLED = os.environ.get("BARACUDA_DSL_CUDNN_RAW", "1") != "0"
 
 
 class CudnnError(DriverError):
@@ -184,16 +192,65 @@ class ConvGraph:
                          self.max_workspace)
 
 
+class RawLaunch:
+    """The frontend's lowered backend graph driven directly: one C call per run
+    (``_execute_with_raw_ptrs``) with the operand addresses written into a per-graph pointer
+    array in the backend's variant-pack order (ascending uid), instead of the frontend's
+    Python ``execute`` (which rebuilds and validates a variant pack: 25–45 µs a call).  Built
+    only when the selected plan is a backend plan and the frontend exposes the lowered graph
+    (nvidia-cudnn-frontend 1.32); otherwise :func:`execute` uses the public ``execute``."""
+
+    __slots__ = ("lowered", "index", "ptrs", "slots", "address", "handle")
+
+    def __init__(self, lowered, index: int, n: int, slots: Dict[str, int], h):
+        self.lowered = lowered
+        self.index = index
+        self.ptrs = (ctypes.c_uint64 * n)()
+        self.slots = slots
+        self.address = ctypes.addressof(self.ptrs)
+        self.handle = int(h.backend_handle)
+
+    def run(self, ptrs: Dict[str, int], workspace: int) -> None:
+        arr, slots = self.ptrs, self.slots
+        for role, p in ptrs.items():
+            arr[slots[role]] = p
+        self.lowered._execute_with_raw_ptrs(self.address, len(arr), workspace, self.handle,
+                                            self.index)
+
+
+def raw_launch(g, tensors: Dict[str, object], roles, h) -> Optional[RawLaunch]:
+    """:class:`RawLaunch` of the built graph ``g`` (its selected plan), or None when the
+    frontend lacks the pieces (a python-engine plan, another frontend version) or the backend's
+    variant pack holds slots other than the operands ``roles``."""
+    try:
+        if g.selected_engine is not None or h.backend_handle is None:
+            return None
+        lowered = g._lowered_graph
+        cfg = g._materialize_backend_plan(g._plan_index)
+        index = -1 if cfg.cpp_index is None else int(cfg.cpp_index)
+        lowered._prepare_variant_pack_template()
+        order = [int(u) for u in lowered._get_variant_pack_uids_sorted()]
+        pos = {u: i for i, u in enumerate(order)}
+        slots = {r: pos[int(tensors[r].get_uid())] for r in roles}
+        if len(order) != len(slots) or len(set(slots.values())) != len(slots):
+            return None
+        return RawLaunch(lowered, index, len(order), slots, h)
+    except Exception:                     # noqa: BLE001 -- any mismatch: the public path
+        return None
+
+
 class Built:
-    """A built graph: the frontend graph, its tensors by role, its workspace bytes."""
+    """A built graph: the frontend graph, its tensors by role, its workspace bytes, the handle
+    it was built with and its :class:`RawLaunch` (None: run through ``graph.execute``)."""
 
-    __slots__ = ("graph", "tensors", "workspace", "handle")
+    __slots__ = ("graph", "tensors", "workspace", "handle", "raw")
 
-    def __init__(self, graph, tensors, workspace, h):
+    def __init__(self, graph, tensors, workspace, h, raw=None):
         self.graph = graph
         self.tensors = tensors
         self.workspace = int(workspace)
         self.handle = h
+        self.raw = raw
 
 
 def _note_filters(c, spec: ConvGraph):
@@ -205,7 +262,10 @@ def _note_filters(c, spec: ConvGraph):
     return notes
 
 
-def _build(spec: ConvGraph, ordinal: int) -> Built:
+def declare(spec: ConvGraph, ordinal: int, filters: bool = True):
+    """``(graph, tensors by role, handle)``: ``spec``'s frontend graph declared, validated and
+    planned (heuristics A then FALLBACK, the engine filters applied unless ``filters`` is
+    False), no plan built yet."""
     c = library()
     h = handle(ordinal)
     io = data_type(spec.dtype)
@@ -247,11 +307,18 @@ def _build(spec: ConvGraph, ordinal: int) -> Built:
 
     g.validate()
     g.build_operation_graph()
-    g.deselect_numeric_notes(_note_filters(c, spec))
+    if filters:
+        g.deselect_numeric_notes(_note_filters(c, spec))
     if spec.max_workspace is not None:
         g.deselect_workspace_greater_than(int(spec.max_workspace))
     g.create_execution_plans([c.heur_mode.A, c.heur_mode.FALLBACK])
     g.check_support()
+    return g, t, h
+
+
+def _build(spec: ConvGraph, ordinal: int) -> Built:
+    c = library()
+    g, t, h = declare(spec, ordinal)
     # the first ranked plan that builds (plans the note filters exclude, or that fail to
     # build, are skipped; the frontend's own walk stops at the first failing backend entry)
     failures = []
@@ -261,7 +328,9 @@ def _build(spec: ConvGraph, ordinal: int) -> Built:
         except Exception as e:            # noqa: BLE001 -- a decline of this one plan
             failures.append(f"[{i}] {e}")
             continue
-        return Built(g, t, g.get_workspace_size(), h)
+        roles = [r for r in spec.roles if r in t]
+        raw = raw_launch(g, t, roles, h) if _RAW_ENABLED else None
+        return Built(g, t, g.get_workspace_size(), h, raw)
     raise c.cudnnGraphNotSupportedError(
         "no execution plan could be built: " + ("; ".join(failures[:4]) or "no plans"))
 
@@ -286,18 +355,22 @@ def graph(spec: ConvGraph, ordinal: int, what: str) -> Built:
     return hit
 
 
-def execute(built: Built, ptrs: Dict[str, int], stream: int, workspace: int, what: str,
+def execute(built: Built, ptrs: Dict[str, int], stream: int, workspace: int, what,
             ordinal: int = 0) -> None:
     """Run ``built`` on ``stream`` with the operands at ``ptrs`` (role → device address) and
-    the workspace at ``workspace`` (ignored when the graph needs none)."""
+    the workspace at ``workspace`` (ignored when the graph needs none); ``what`` (a string, or
+    a callable giving one, formatted only on failure) labels the typed error."""
     from ...runtime.device import bind_thread
 
     c = library()
     bind_thread(ordinal)
     try:
         c.set_stream(built.handle, int(stream))
+        if built.raw is not None:
+            built.raw.run(ptrs, int(workspace) if built.workspace else 0)
+            return
         pack = {built.tensors[r]: int(p) for r, p in ptrs.items()}
         built.graph.execute(pack, int(workspace) if built.workspace else None,
                             handle=built.handle)
     except Exception as e:
-        raise typed(e, what, ordinal) from None
+        raise typed(e, what() if callable(what) else what, ordinal) from None

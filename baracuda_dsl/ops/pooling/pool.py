@@ -26,7 +26,11 @@ element sums, in a fixed order, the gradients of the outputs whose window covers
 those whose saved index is this element; avg: ``dy / divisor``).  Deterministic (bit-identical
 reruns, no atomics), no workspace.
 
-Dtypes f32, f16, bf16, f64; accumulation and comparison in f32 (f64 for f64); Int64 index math.
+Dtypes f32, f16, bf16, f64; accumulation and comparison in f32 (f64 for f64).  Index math in
+Int32 with every division a multiply-shift by a host-computed magic number
+(:func:`baracuda_dsl.common.spatial.fast_divisor`);
+problems whose element counts, strided operand extents or adaptive window products reach 2^31 run
+the ``wide`` (Int64) SKU of the same template.
 """
 
 from __future__ import annotations
@@ -34,11 +38,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from ...dtypes import FP4, DType, float32, float64, int64
+from ...common.spatial import (NARROW, check_dense_in, check_image_desc, dense_strides,
+                               five_strides, magic_pairs, spatial_ints, three)
+from ...dtypes import DType, float32, float64, int64
 from ...errors import InvalidProblemError, UnsupportedError
 from ...jit import freeze_knobs
-from ...plan import Plan, check_dtype, prod, view_arg
-from ...tensor import check_shape, contiguous_strides
+from ...plan import Plan, prod, view_arg
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 from .specs import pool as spec
 from .specs.pool import PoolKnobs
@@ -50,11 +55,19 @@ __all__ = [
 ]
 
 POOL_OPS = ("max", "avg")
-LAYOUTS = ("NCHW", "NHWC")
+#: dense element strides of an (N, C, *spatial) tensor in a layout (NCHW / NHWC)
+pool_dense_strides = dense_strides
 _MAX_GRID = 2**31 - 1
 
 
 # ------------------------------------------------------------------------------ host math
+_NARROW = NARROW
+_magic = magic_pairs
+
+
+def _max_offset(v) -> int:
+    return sum((n - 1) * abs(st) for n, st in zip(v.shape, v.strides) if n > 0)
+
 def pool_output_size(n: int, k: int, s: int, p: int, d: int = 1, ceil_mode: bool = False) -> int:
     """torch's pooling output extent of a dim of extent ``n`` (kernel ``k``, stride ``s``,
     padding ``p``, dilation ``d``); may be <= 0 (the descriptors reject that)."""
@@ -68,51 +81,6 @@ def pool_output_size(n: int, k: int, s: int, p: int, d: int = 1, ceil_mode: bool
 def adaptive_pool_windows(n: int, m: int):
     """The ``[start, end)`` input windows of the ``m`` adaptive outputs of a dim of extent ``n``."""
     return [((o * n) // m, -(-((o + 1) * n) // m)) for o in range(m)]
-
-
-def pool_dense_strides(shape, layout: str) -> Tuple[int, ...]:
-    """Dense strides (elements) of an (N, C, *spatial) tensor in ``layout`` (NCHW: row-major;
-    NHWC: channels last)."""
-    if layout == "NCHW":
-        return contiguous_strides(shape)
-    perm = (0,) + tuple(range(2, len(shape))) + (1,)
-    ps = contiguous_strides(tuple(shape[i] for i in perm))
-    out = [0] * len(shape)
-    for j, i in enumerate(perm):
-        out[i] = ps[j]
-    return tuple(out)
-
-
-def _ints(v, k: int, what: str, name: str) -> Tuple[int, ...]:
-    """``v`` (an int or a sequence of ``k`` ints) as a ``k``-tuple of ints."""
-    if isinstance(v, bool):
-        raise InvalidProblemError(f"{what}: {name} must be an int or {k} ints, got {v!r}")
-    if isinstance(v, int):
-        return (int(v),) * k
-    try:
-        t = tuple(v)
-    except TypeError:
-        raise InvalidProblemError(f"{what}: {name} must be an int or {k} ints, got {v!r}") from None
-    if len(t) == 1:
-        t = t * k
-    if len(t) != k or any(isinstance(a, bool) or not isinstance(a, int) for a in t):
-        raise InvalidProblemError(f"{what}: {name} must be an int or {k} ints, got {v!r}")
-    return tuple(int(a) for a in t)
-
-
-def _check_common(desc, what: str) -> None:
-    if isinstance(desc.spatial, bool) or desc.spatial not in (1, 2, 3):
-        raise InvalidProblemError(f"{what}: spatial must be 1, 2 or 3, got {desc.spatial!r}")
-    shape = check_shape(desc.shape, f"{what}: x")
-    if len(shape) != desc.spatial + 2:
-        raise InvalidProblemError(f"{what}: shape {shape} must be (N, C, *spatial) with "
-                                  f"{desc.spatial} spatial dims")
-    if any(n < 1 for n in shape[2:]):
-        raise InvalidProblemError(f"{what}: spatial extents must be >= 1, got {shape[2:]}")
-    object.__setattr__(desc, "shape", shape)
-    object.__setattr__(desc, "dtype", check_dtype(desc.dtype, FP4, what))
-    if desc.layout not in LAYOUTS:
-        raise InvalidProblemError(f"{what}: layout must be 'NCHW' or 'NHWC', got {desc.layout!r}")
 
 
 @dataclass(frozen=True)
@@ -140,13 +108,13 @@ class PoolDescriptor:
 
     def __post_init__(self):
         what = "Pool"
-        _check_common(self, what)
+        check_image_desc(self, what)
         k = self.spatial
-        ks = _ints(self.kernel_size, k, what, "kernel_size")
+        ks = spatial_ints(self.kernel_size, k, what, "kernel_size")
         empty = isinstance(self.stride, (tuple, list)) and len(self.stride) == 0
-        st = ks if self.stride is None or empty else _ints(self.stride, k, what, "stride")
-        pd = _ints(self.padding, k, what, "padding")
-        dl = _ints(self.dilation, k, what, "dilation")
+        st = ks if self.stride is None or empty else spatial_ints(self.stride, k, what, "stride")
+        pd = spatial_ints(self.padding, k, what, "padding")
+        dl = spatial_ints(self.dilation, k, what, "dilation")
         for name, vals, lo in (("kernel_size", ks, 1), ("stride", st, 1), ("dilation", dl, 1),
                                ("padding", pd, 0)):
             if any(v < lo for v in vals):
@@ -204,7 +172,7 @@ class AdaptivePoolDescriptor:
 
     def __post_init__(self):
         what = "AdaptivePool"
-        _check_common(self, what)
+        check_image_desc(self, what)
         k = self.spatial
         os_ = self.output_size
         if os_ is None or isinstance(os_, int):
@@ -218,7 +186,7 @@ class AdaptivePoolDescriptor:
             os_ = os_ * k
         os_ = tuple(n if o is None else o for o, n in zip(os_, self.shape[2:])) \
             if len(os_) == k else os_
-        os_ = _ints(os_, k, what, "output_size")
+        os_ = spatial_ints(os_, k, what, "output_size")
         if any(o < 0 for o in os_):
             raise InvalidProblemError(f"{what}: output_size must be >= 0, got {os_}")
         if self.op not in POOL_OPS:
@@ -255,24 +223,6 @@ class PoolBackwardArgs:
     indices: object = None
 
 
-def _check_layout(v, name: str, layout: str):
-    dense = pool_dense_strides(v.shape, layout)
-    if v.numel and any(n > 1 and s != t for n, s, t in zip(v.shape, v.strides, dense)):
-        raise UnsupportedError(f"{name}: must be dense in {layout} order (strides {dense} for "
-                               f"shape {tuple(v.shape)}), got strides {tuple(v.strides)}")
-    return v
-
-
-def _five(strides) -> Tuple[int, ...]:
-    """(n, c, d, h, w) strides: the spatial ones padded in front with zeros to three."""
-    s = tuple(int(a) for a in strides)
-    return s[:2] + (0,) * (5 - len(s)) + s[2:]
-
-
-def _three(vals, fill: int) -> Tuple[int, ...]:
-    return (fill,) * (3 - len(vals)) + tuple(vals)
-
-
 class _PoolBase(Plan):
     """Shared plan / bind / launch of the four pooling plans; subclasses set ``_backward`` and
     ``_adaptive``."""
@@ -291,18 +241,31 @@ class _PoolBase(Plan):
             cip = 1 if d.count_include_pad else 0
             div = d.divisor_override or 0
         sp, out = d.shape[2:], d.out_spatial
-        self._e = (d.shape[0], d.shape[1]) + _three(sp, 1) + _three(out, 1)
-        self._w = _three(ks, 1) + _three(st, 1) + _three(pd, 0) + _three(dl, 1)
+        self._e = (d.shape[0], d.shape[1]) + three(sp, 1) + three(out, 1)
+        self._w = three(ks, 1) + three(st, 1) + three(pd, 0) + three(dl, 1)
         self._flags = (1 if self._adaptive else 0, cip, div, 1 if d.layout == "NHWC" else 0)
         self._n = prod(d.shape) if self._backward else prod(d.out_shape)
         if -(-self._n // spec.THREADS) > _MAX_GRID:
             raise UnsupportedError(f"pooling: {self._n} elements exceed the grid limit")
-        self._knobs = PoolKnobs(d.dtype.short, d.op)
+        self._template = spec.POOL_BW if self._backward else spec.POOL_FW
+        e3, o3 = self._e[2:5], self._e[5:8]
+        # index-math divisors: the decomposed extents (C, E0, E1, E2), and per dim its
+        # dilation, output extent, stride and input extent
+        self._dec = self._e[2:5] if self._backward else self._e[5:8]
+        self._wm = tuple(v for k in range(3) for v in _magic(self._w[9 + k], o3[k],
+                                                             self._w[3 + k], e3[k]))
+        products = [o * i + o + i for o, i in zip(o3, e3)]
+        self._wide = max([self._n, prod(d.shape), prod(d.out_shape)] + products) >= _NARROW
+        runs = spec.OUTPUTS_PER_THREAD
+        if not self._backward and not self._wide and self._e[7] >= runs:
+            self._template = spec.POOL_FW_RUNS
+            self._knobs = PoolKnobs(d.dtype.short, d.op, False, runs)
+        else:
+            self._knobs = PoolKnobs(d.dtype.short, d.op, self._wide)
         ct = float64 if d.dtype is float64 else float32
         pg = PrecisionGuarantee(math_precision=ct, accumulator=ct)
         name = ("adaptive_" if self._adaptive else "") + d.op + "_pool" + (
             "_backward" if self._backward else "")
-        self._template = spec.POOL_BW if self._backward else spec.POOL_FW
         self._sku = KernelSku(OpCategory.POOLING, name, d.dtype, self._arch, BackendKind.CUTE_DSL,
                               pg, aux_element=int64 if d.op == "max" else None, layout=d.layout,
                               template=self._template.name, knobs=freeze_knobs(self._knobs))
@@ -314,7 +277,7 @@ class _PoolBase(Plan):
         d = self.desc
         if self._backward:
             dy = view_arg(args.dy, "dy", shape=d.out_shape, dtype=d.dtype)
-            dx = _check_layout(view_arg(args.dx, "dx", shape=d.shape, dtype=d.dtype,
+            dx = check_dense_in(view_arg(args.dx, "dx", shape=d.shape, dtype=d.dtype,
                                         device=dy.device), "dx", d.layout)
             idx = view_arg(args.indices, "indices", shape=d.out_shape, dtype=int64,
                            device=dy.device, optional=d.op != "max")
@@ -322,29 +285,49 @@ class _PoolBase(Plan):
                 raise InvalidProblemError("indices are only used by max pooling")
             return dy, dx, idx
         x = view_arg(args.x, "x", shape=d.shape, dtype=d.dtype)
-        y = _check_layout(view_arg(args.y, "y", shape=d.out_shape, dtype=d.dtype,
+        y = check_dense_in(view_arg(args.y, "y", shape=d.out_shape, dtype=d.dtype,
                                    device=x.device), "y", d.layout)
         idx = view_arg(args.indices, "indices", shape=d.out_shape, dtype=int64, device=x.device,
                        optional=True)
         if idx is not None:
             if d.op != "max":
                 raise InvalidProblemError("indices are only written by max pooling")
-            _check_layout(idx, "indices", d.layout)
+            check_dense_in(idx, "indices", d.layout)
         return x, y, idx
+
+    def _threads(self, knobs: PoolKnobs):
+        """(threads, the magic pairs of the thread-index divisors) of a launch of ``knobs``:
+        backward one thread per input element; forward one per run of
+        ``spec.outputs_per_thread(knobs)`` outputs along the last spatial dim."""
+        d = self.desc
+        if self._backward:
+            return self._n, _magic(d.shape[1], *self._dec)
+        v = spec.outputs_per_thread(knobs)
+        od, oh, ow = self._dec
+        og = -(-ow // v)
+        return prod(d.out_shape[:2]) * od * oh * og, _magic(d.shape[1], od, oh, og)
 
     def _launch(self, bound, stream: int, ws) -> None:
         a, b, idx = bound
-        kern = self._kernel(self._template, self._knobs, b.device)
-        grid = (-(-self._n // spec.THREADS), 1, 1)
+        knobs, template = self._knobs, self._template
+        if not knobs.wide and max(_max_offset(v) for v in bound if v is not None) >= _NARROW:
+            knobs = PoolKnobs(knobs.dtype, knobs.op, True)   # strides reach past Int32
+            template = spec.POOL_BW if self._backward else spec.POOL_FW
+        kern = self._kernel(template, knobs, b.device)
+        n, mg = self._threads(knobs)
+        grid = (-(-n // spec.THREADS), 1, 1)
         geo = [*self._e, *self._w]
+        tail = [*mg, *self._wm]
         if self._backward:
-            js = _five(idx.strides) if idx is not None else (0,) * 5
-            kern.launch(grid, [a.ptr, b.ptr, idx.ptr if idx is not None else a.ptr, self._n, *geo,
-                               *_five(a.strides), *js, *_five(b.strides), *self._flags], stream)
+            js = five_strides(idx.strides) if idx is not None else (0,) * 5
+            kern.launch(grid, [a.ptr, b.ptr, idx.ptr if idx is not None else a.ptr, n, *geo,
+                               *five_strides(a.strides), *js, *five_strides(b.strides), *self._flags, *tail],
+                        stream)
         else:
             want = 1 if idx is not None else 0
-            kern.launch(grid, [a.ptr, b.ptr, idx.ptr if idx is not None else b.ptr, self._n, *geo,
-                               *_five(a.strides), *_five(b.strides), *self._flags, want], stream)
+            kern.launch(grid, [a.ptr, b.ptr, idx.ptr if idx is not None else b.ptr, n, *geo,
+                               *five_strides(a.strides), *five_strides(b.strides), *self._flags, want, *tail],
+                        stream)
 
 
 class PoolPlan(_PoolBase):

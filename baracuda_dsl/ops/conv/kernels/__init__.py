@@ -1,1 +1,2 @@
-"""CuTe DSL kernels of the conv family: none (its backend is cuDNN, see ``specs``)."""
+"""CuTe DSL kernels of the conv family — ``im2col`` and ``col2im`` (unfold / fold); imported only
+by the compiler worker processes.  The convolutions run on cuDNN (see ``specs``)."""

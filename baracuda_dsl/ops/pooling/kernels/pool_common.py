@@ -1,5 +1,6 @@
-"""Device helpers shared by the pooling kernels (``pool_fw``, ``pool_bw``): branch-free per-dim
-window math on Int64 coordinates, the element index decomposition of both layouts and the host
+"""Device helpers shared by the pooling family's kernels: branch-free selects, the element index
+and its decomposition in both layouts (Int64, and the Int32 / Int64 ``*_fast`` forms with
+magic-number division that ``pool_fw`` / ``pool_bw`` use), the per-dim window math, and the host
 launcher that regroups the flat Int64 ABI scalars into the kernels' parameter tuples.
 
 Per spatial dim of input extent ``I``, output extent ``O``, kernel ``K``, stride ``S``, padding
@@ -20,7 +21,13 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
+from ....blocks.image_index import linear_index, split_groups
 from ..specs.pool import THREADS
+
+
+def element_index():
+    """This thread's linear element index (one element per thread, 1-D grid of THREADS)."""
+    return linear_index(THREADS)
 
 
 def sel(cond, a, b):
@@ -36,96 +43,6 @@ def imax(a, b):
     return sel(a > b, a, b)
 
 
-def fw_window(o, I, O, K, S, P, D, adaptive):
-    """``(first, count, step, pool)`` of output ``o``'s window along one dim: the first tap inside
-    the input, the number of taps inside it, the tap step and the count_include_pad size."""
-    one = Int64(1)
-    st0 = o * S - P
-    en_full = st0 + (K - one) * D + one
-    pool = imin(en_full, I + P) - st0
-    en = imin(en_full, I)
-    skip = (Int64(0) - st0 + D - one) // D           # taps left of the input (st0 < 0)
-    st = sel(st0 < Int64(0), st0 + skip * D, st0)
-    cnt = sel(en > st, (en - st + D - one) // D, Int64(0))
-    ast = (o * I) // O
-    aen = ((o + one) * I + O - one) // O
-    ad = adaptive != Int64(0)
-    return (sel(ad, ast, st), sel(ad, aen - ast, cnt), sel(ad, one, D),
-            sel(ad, aen - ast, pool))
-
-
-def bw_range(i, I, O, K, S, P, D, adaptive):
-    """``(first, count)`` of the outputs along one dim whose window may cover input ``i``."""
-    one = Int64(1)
-    a = i + P
-    span = (K - one) * D + one
-    lo = sel(a < span, Int64(0), (a - span) // S + one)
-    hi = imin(a // S + one, O)
-    alo = (i * O) // I
-    ahi = imin(((i + one) * O + I - one) // I, O)
-    ad = adaptive != Int64(0)
-    lo = sel(ad, alo, lo)
-    hi = sel(ad, ahi, hi)
-    return lo, sel(hi > lo, hi - lo, Int64(0))
-
-
-def avg_sizes(o, I, O, K, S, P, adaptive):
-    """``(pool, valid)`` of output ``o``'s avg window along one dim: its count_include_pad size
-    and the number of its elements inside the input."""
-    one = Int64(1)
-    st0 = o * S - P
-    en = imin(st0 + K, I + P)
-    pool = en - st0
-    valid = imin(en, I) - imax(st0, Int64(0))
-    ast = (o * I) // O
-    aen = ((o + one) * I + O - one) // O
-    ad = adaptive != Int64(0)
-    return sel(ad, aen - ast, pool), sel(ad, aen - ast, valid)
-
-
-def decompose(i, C, E0, E1, E2, cl):
-    """``(n, c, z0, z1, z2)`` of the linear index ``i`` of a dense (N, C, E0, E1, E2) tensor in
-    NCHW order (``cl == 0``: z2 fastest) or channels-last order (c fastest)."""
-    # NCHW
-    q = i // E2
-    a2 = i - q * E2
-    r = q // E1
-    a1 = q - r * E1
-    q = r // E0
-    a0 = r - q * E0
-    r = q // C
-    ac = q - r * C
-    an = r
-    # NHWC
-    q = i // C
-    bc = i - q * C
-    r = q // E2
-    b2 = q - r * E2
-    q = r // E1
-    b1 = r - q * E1
-    r = q // E0
-    b0 = q - r * E0
-    bn = r
-    c = cl != Int64(0)
-    return (sel(c, bn, an), sel(c, bc, ac), sel(c, b0, a0), sel(c, b1, a1), sel(c, b2, a2))
-
-
-def element_index():
-    """This thread's linear element index (one element per thread, 1-D grid)."""
-    tidx, _, _ = cute.arch.thread_idx()
-    bidx, _, _ = cute.arch.block_idx()
-    return Int64(bidx) * Int64(THREADS) + Int64(tidx)
-
-
-def split_groups(rest, sizes):
-    """(tuple of scalar groups of ``sizes``, stream) of a launcher's trailing ``*rest``."""
-    flat, out, k = rest[:-1], [], 0
-    for s in sizes:
-        out.append(tuple(flat[k:k + s]))
-        k += s
-    return out, rest[-1]
-
-
 def launcher(kernel, sizes):
     """The host ``launch(a, b, c, n, *scalars, stream)`` of ``kernel(a, b, c, n, *groups)`` over
     ``n`` elements, one a thread; ``sizes``: the lengths of the Int64 scalar groups."""
@@ -138,3 +55,119 @@ def launcher(kernel, sizes):
             stream=stream)
 
     return launch
+
+
+# ------------------------------------------------------------ Int32 / Int64 fast index math
+# The pool_fw / pool_bw kernels run their index math in ``IX`` (Int32 unless the SKU is
+# ``wide``); in Int32 every division of a non-negative numerator < 2^31 by a run-time divisor d
+# is a multiply-shift by d's host-computed magic pair (m, s) (common.spatial.fast_divisor: the
+# round-up method, exact for every such numerator); wide SKUs divide in Int64.
+
+
+#: taps loaded together in the innermost window loops (independent loads in flight)
+CHUNK = 4
+
+
+def index_type(wide: bool):
+    """The index-math type of a SKU: Int64 when ``wide`` else Int32."""
+    return Int64 if wide else Int32
+
+
+def cast_all(vals, IX):
+    """``vals`` (Int64 kernel scalars) converted to ``IX``, as a tuple."""
+    return tuple(IX(v) for v in vals)
+
+
+def isel(cond, a, b, IX):
+    """``cond ? a : b`` as ``IX`` (branch-free)."""
+    return IX(cutlass.select_(cond, IX(a), IX(b)))
+
+
+def qdiv(a, d, m, s, IX):
+    """``floor(a / d)`` for ``0 <= a`` (Int32: ``a < 2^31``, by the magic pair ``m``, ``s``)."""
+    if cutlass.const_expr(IX is Int64):
+        return a // d
+    return Int32((Int64(a) * m) >> s)
+
+
+def thread_index(IX):
+    """This thread's linear element index as ``IX`` (one element per thread, 1-D grid)."""
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    return IX(bidx) * IX(THREADS) + IX(tidx)
+
+
+def decompose_fast(i, C, E0, E1, E2, cl, mg, IX):
+    """:func:`decompose` in ``IX`` with the magic pairs ``mg`` = (C, E0, E1, E2)'s."""
+    # NCHW: w fastest
+    q = qdiv(i, E2, mg[6], mg[7], IX)
+    a2 = i - q * E2
+    r = qdiv(q, E1, mg[4], mg[5], IX)
+    a1 = q - r * E1
+    q = qdiv(r, E0, mg[2], mg[3], IX)
+    a0 = r - q * E0
+    r = qdiv(q, C, mg[0], mg[1], IX)
+    ac = q - r * C
+    an = r
+    # channels last: c fastest
+    q = qdiv(i, C, mg[0], mg[1], IX)
+    bc = i - q * C
+    r = qdiv(q, E2, mg[6], mg[7], IX)
+    b2 = q - r * E2
+    q = qdiv(r, E1, mg[4], mg[5], IX)
+    b1 = r - q * E1
+    r = qdiv(q, E0, mg[2], mg[3], IX)
+    b0 = q - r * E0
+    c = cl != Int64(0)
+    return (isel(c, r, an, IX), isel(c, bc, ac, IX), isel(c, b0, a0, IX), isel(c, b1, a1, IX),
+            isel(c, b2, a2, IX))
+
+
+def window_fw(o, I, O, K, S, P, D, ad, wm, IX):
+    """:func:`fw_window` in ``IX``: ``(first, count, step, pool)``; ``wm`` = the (magic, shift)
+    pairs of D and O; ``ad``: adaptive (a Boolean)."""
+    one = IX(1)
+    zero = IX(0)
+    st0 = o * S - P
+    en_full = st0 + (K - one) * D + one
+    pool = isel(en_full < I + P, en_full, I + P, IX) - st0
+    en = isel(en_full < I, en_full, I, IX)
+    skip = qdiv(D - one - st0, D, wm[0], wm[1], IX)      # taps left of the input (st0 < 0)
+    st = isel(st0 < zero, st0 + skip * D, st0, IX)
+    cnt = isel(en > st, qdiv(en - st + D - one, D, wm[0], wm[1], IX), zero, IX)
+    ast = qdiv(o * I, O, wm[2], wm[3], IX)
+    aen = qdiv((o + one) * I + O - one, O, wm[2], wm[3], IX)
+    return (isel(ad, ast, st, IX), isel(ad, aen - ast, cnt, IX), isel(ad, one, D, IX),
+            isel(ad, aen - ast, pool, IX))
+
+
+def range_bw(i, I, O, K, S, P, D, ad, wm, IX):
+    """``(first, count)`` of the outputs along one dim whose window may cover input ``i``; ``wm`` = the (magic, shift) pairs of S
+    and I."""
+    one = IX(1)
+    zero = IX(0)
+    a = i + P
+    span = (K - one) * D + one
+    lo = isel(a < span, zero, qdiv(a - span, S, wm[0], wm[1], IX) + one, IX)
+    hi0 = qdiv(a, S, wm[0], wm[1], IX) + one
+    hi = isel(hi0 < O, hi0, O, IX)
+    alo = qdiv(i * O, I, wm[2], wm[3], IX)
+    ahi0 = qdiv((i + one) * O + I - one, I, wm[2], wm[3], IX)
+    ahi = isel(ahi0 < O, ahi0, O, IX)
+    lo = isel(ad, alo, lo, IX)
+    hi = isel(ad, ahi, hi, IX)
+    return lo, isel(hi > lo, hi - lo, zero, IX)
+
+
+def avg_size(o, I, O, K, S, P, ad, wmo, IX):
+    """``(pool, valid)`` of output ``o``'s avg window along one dim: its count_include_pad size
+    and the number of its elements inside the input; ``wmo`` = O's (magic, shift) pair."""
+    one = IX(1)
+    zero = IX(0)
+    st0 = o * S - P
+    en = isel(st0 + K < I + P, st0 + K, I + P, IX)
+    pool = en - st0
+    valid = isel(en < I, en, I, IX) - isel(st0 > zero, st0, zero, IX)
+    ast = qdiv(o * I, O, wmo[0], wmo[1], IX)
+    aen = qdiv((o + one) * I + O - one, O, wmo[0], wmo[1], IX)
+    return isel(ad, aen - ast, pool, IX), isel(ad, aen - ast, valid, IX)

@@ -1,0 +1,1 @@
+"""CuTe DSL kernels of the image family (imported only by compiler worker processes)."""
