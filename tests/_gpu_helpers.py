@@ -109,3 +109,25 @@ def assert_terms_close(out, ref, dtype, *, compute=None, terms=0.0, scale=None, 
     """assert_close with :func:`terms_bound` (see there); ``dtype`` is the OUTPUT dtype."""
     rtol, atol, sc = terms_bound(dtype, compute=compute, terms=terms, ref=ref, scale=scale)
     return assert_close(out, ref, rtol, atol, scale=sc, what=what)
+
+
+# ------------------------------------------------------- (N, C, *spatial) image operands
+def image_out(torch, shape, dtype, layout="NCHW"):
+    """A NaN- (or iinfo.max-) poisoned output of logical ``shape`` (N, C, *spatial), dense in
+    ``layout`` ("NCHW" row-major, "NHWC" channels last); ``dtype`` a name or a torch dtype."""
+    dt = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    if layout == "NCHW":
+        t = torch.empty(shape, dtype=dt, device="cuda")
+    else:
+        t = torch.empty((shape[0],) + tuple(shape[2:]) + (shape[1],), dtype=dt,
+                        device="cuda").movedim(-1, 1)
+    return _checks.poison_(torch, t)
+
+
+def image_inputs(torch, shape, dtype, gen):
+    """(name, x) for a dense, a strided and a channels-last input of logical ``shape``."""
+    yield "dense", rand(torch, shape, dtype, gen)
+    base = rand(torch, tuple(shape[:-1]) + (2 * shape[-1] + 1,), dtype, gen)
+    yield "strided", base[..., 1::2]
+    cl = rand(torch, (shape[0],) + tuple(shape[2:]) + (shape[1],), dtype, gen)
+    yield "channels_last", cl.movedim(-1, 1)

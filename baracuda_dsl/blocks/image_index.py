@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import cutlass
 import cutlass.cute as cute
-from cutlass import Int64
+from cutlass import Int32, Int64
 
 
 def linear_index(threads: int):
@@ -18,8 +18,19 @@ def linear_index(threads: int):
     return Int64(bidx) * Int64(threads) + Int64(tidx)
 
 
-def _sel(cond, a, b):
-    return Int64(cutlass.select_(cond, Int64(a), Int64(b)))
+def sel(cond, a, b, IX=Int64):
+    """``cond ? a : b`` as the index type ``IX`` (Int64 unless given; branch-free)."""
+    return IX(cutlass.select_(cond, IX(a), IX(b)))
+
+
+def imin(a, b, IX=Int64):
+    """``min(a, b)`` as ``IX``."""
+    return sel(a < b, a, b, IX)
+
+
+def imax(a, b, IX=Int64):
+    """``max(a, b)`` as ``IX``."""
+    return sel(a > b, a, b, IX)
 
 
 def decompose_ncdhw(i, C, E0, E1, E2, cl):
@@ -44,7 +55,7 @@ def decompose_ncdhw(i, C, E0, E1, E2, cl):
     r = q // E0
     b0 = q - r * E0
     c = cl != Int64(0)
-    return (_sel(c, r, an), _sel(c, bc, ac), _sel(c, b0, a0), _sel(c, b1, a1), _sel(c, b2, a2))
+    return (sel(c, r, an), sel(c, bc, ac), sel(c, b0, a0), sel(c, b1, a1), sel(c, b2, a2))
 
 
 def split_groups(rest, sizes, with_tail: bool = False):
@@ -85,7 +96,7 @@ def decompose_ncdhw_magic(i, C, E0, E1, E2, cl, mg):
     r = _mdiv(q, mg[2], mg[3])
     b0 = q - r * E0
     c = cl != Int64(0)
-    return (_sel(c, r, an), _sel(c, bc, ac), _sel(c, b0, a0), _sel(c, b1, a1), _sel(c, b2, a2))
+    return (sel(c, r, an), sel(c, bc, ac), sel(c, b0, a0), sel(c, b1, a1), sel(c, b2, a2))
 
 
 @cute.jit
@@ -99,3 +110,64 @@ def decompose_ncdhw_auto(i, C, E0, E1, E2, cl, dv):
     else:
         n_, c_, z0, z1, z2 = decompose_ncdhw(i, C, E0, E1, E2, cl)
     return n_, c_, z0, z1, z2
+
+
+# ------------------------------------------------- index math in a chosen type (Int32 / Int64)
+# Kernels whose SKU (or launch) guarantees a narrow index space run their index math in Int32:
+# every division of a non-negative numerator < 2^31 by a run-time divisor d is then a
+# multiply-shift by d's host-computed magic pair (m, s) (common.spatial.fast_divisor); wide ones
+# divide in Int64.
+
+
+def index_type(wide: bool):
+    """The index-math type: Int64 when ``wide`` else Int32."""
+    return Int64 if wide else Int32
+
+
+def cast_all(vals, IX):
+    """``vals`` (Int64 kernel scalars) converted to ``IX``, as a tuple."""
+    return tuple(IX(v) for v in vals)
+
+
+def isel(cond, a, b, IX):
+    """:func:`sel` with the index type required."""
+    return sel(cond, a, b, IX)
+
+
+def qdiv(a, d, m, s, IX):
+    """``floor(a / d)`` for ``0 <= a`` (Int32: ``a < 2^31``, by the magic pair ``m``, ``s``)."""
+    if cutlass.const_expr(IX is Int64):
+        return a // d
+    return Int32((Int64(a) * m) >> s)
+
+
+def ix_linear_index(threads: int, IX):
+    """:func:`linear_index` as ``IX``."""
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    return IX(bidx) * IX(threads) + IX(tidx)
+
+
+def decompose_ncdhw_ix(i, C, E0, E1, E2, cl, mg, IX):
+    """:func:`decompose_ncdhw` in ``IX``, dividing with :func:`qdiv` by the magic pairs ``mg`` =
+    (C, E0, E1, E2)'s."""
+    q = qdiv(i, E2, mg[6], mg[7], IX)          # NCHW: z2 fastest
+    a2 = i - q * E2
+    r = qdiv(q, E1, mg[4], mg[5], IX)
+    a1 = q - r * E1
+    q = qdiv(r, E0, mg[2], mg[3], IX)
+    a0 = r - q * E0
+    r = qdiv(q, C, mg[0], mg[1], IX)
+    ac = q - r * C
+    an = r
+    q = qdiv(i, C, mg[0], mg[1], IX)           # channels last: c fastest
+    bc = i - q * C
+    r = qdiv(q, E2, mg[6], mg[7], IX)
+    b2 = q - r * E2
+    q = qdiv(r, E1, mg[4], mg[5], IX)
+    b1 = r - q * E1
+    r = qdiv(q, E0, mg[2], mg[3], IX)
+    b0 = q - r * E0
+    c = cl != Int64(0)
+    return (isel(c, r, an, IX), isel(c, bc, ac, IX), isel(c, b0, a0, IX), isel(c, b1, a1, IX),
+            isel(c, b2, a2, IX))

@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from _gpu_helpers import assert_terms_close, bytes_equal, rand
-from tests._checks import poison_
+from _gpu_helpers import (assert_terms_close, bytes_equal, image_inputs as _inputs, image_out,
+                          rand)
 
 pytestmark = pytest.mark.gpu
 
@@ -85,21 +85,9 @@ def _ref_fold(torch, desc, cols):
     return y.reshape(desc.shape)
 
 
-def _inputs(torch, shape, dtype, gen):
-    """(name, x) for a dense, a strided and a channels-last input of ``shape``."""
-    yield "dense", rand(torch, shape, dtype, gen)
-    base = rand(torch, tuple(shape[:-1]) + (2 * shape[-1] + 1,), dtype, gen)
-    yield "strided", base[..., 1::2]
-    cl = rand(torch, (shape[0],) + tuple(shape[2:]) + (shape[1],), dtype, gen)
-    yield "channels_last", cl.movedim(-1, 1)
-
 
 def _out(torch, shape, dtype, channels_last=False):
-    dt = getattr(torch, dtype)
-    if not channels_last:
-        return poison_(torch, torch.empty(shape, dtype=dt, device="cuda"))
-    t = torch.empty((shape[0],) + tuple(shape[2:]) + (shape[1],), dtype=dt, device="cuda")
-    return poison_(torch, t.movedim(-1, 1))
+    return image_out(torch, shape, dtype, "NHWC" if channels_last else "NCHW")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

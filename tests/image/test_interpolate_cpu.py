@@ -321,6 +321,18 @@ def test_plan_skus():
     assert InterpolateBackwardPlan.select(_desc((2, 0, 4), "linear", size=9), PREF).is_empty()
 
 
+def test_runs_fall_back_for_wide_operands(launches):
+    """interp_fw_runs needs Int32 offsets: a view reaching 2^31 elements runs interp_fw."""
+    d = _desc((2, 3, 7, 9), "bilinear", size=(5, 8), dtype="f32")
+    plan = InterpolatePlan.select(d, PREF)
+    y = _tv(0x80000, d.out_shape, interpolate_dense_strides(d.out_shape, "NCHW"), "f32")
+    plan.run(InterpolateArgs(_tv(0x10000, d.shape, (189, 63, 9, 1), "f32"), y))
+    assert launches[-1][0] == "interp_fw_runs"
+    plan.run(InterpolateArgs(_tv(0x10000, d.shape, (2**31, 63, 9, 1), "f32"), y))
+    name, _, _, args, _ = launches[-1]
+    assert name == "interp_fw" and args[2] == int(np.prod(d.out_shape))
+
+
 def test_sku_space():
     runs = list(spec.INTERP_FW_RUNS.space())
     assert len(runs) == 12 and {k.group for k in runs} == set(spec.RUNS_TAPS)

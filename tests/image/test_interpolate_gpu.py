@@ -7,8 +7,8 @@ NaN-poisoned outputs and bit-identical backward reruns."""
 
 import pytest
 
-from _gpu_helpers import assert_terms_close, bytes_equal, rand
-from tests._checks import poison_
+from _gpu_helpers import (assert_terms_close, bytes_equal, rand, image_out as _out,
+                          image_inputs as _inputs)
 
 pytestmark = pytest.mark.gpu
 
@@ -50,26 +50,6 @@ CASES = [
 
 def _tdt(torch, dtype):
     return getattr(torch, dtype)
-
-
-def _out(torch, shape, dtype, layout="NCHW"):
-    """A NaN-poisoned output, dense in ``layout``."""
-    dt = _tdt(torch, dtype)
-    if layout == "NCHW":
-        t = torch.empty(shape, dtype=dt, device="cuda")
-    else:
-        t = torch.empty((shape[0],) + tuple(shape[2:]) + (shape[1],), dtype=dt,
-                        device="cuda").movedim(-1, 1)
-    return poison_(torch, t)
-
-
-def _inputs(torch, shape, dtype, gen):
-    """(name, x) for a dense, a strided and a channels-last input of ``shape``."""
-    yield "dense", rand(torch, shape, dtype, gen)
-    base = rand(torch, tuple(shape[:-1]) + (2 * shape[-1] + 1,), dtype, gen)
-    yield "strided", base[..., 1::2]
-    cl = rand(torch, (shape[0],) + tuple(shape[2:]) + (shape[1],), dtype, gen)
-    yield "channels_last", cl.movedim(-1, 1)
 
 
 def _descs(dtype, layout="NCHW"):

@@ -11,8 +11,8 @@ import math
 
 import pytest
 
-from _gpu_helpers import assert_terms_close, bytes_equal, rand
-from tests._checks import poison_
+from _gpu_helpers import (assert_terms_close, bytes_equal, rand, image_out as _out,
+                          image_inputs as _inputs)
 
 pytestmark = pytest.mark.gpu
 
@@ -24,24 +24,6 @@ CASES = [(2, (2, 3, 15, 13), 3, (7, 6)),
          (2, (1, 1, 6, 7), 2, (1, 6)),
          (3, (2, 2, 9, 8, 7), 2, (4, 4, 3)),
          (3, (1, 3, 8, 6, 9), (3, 2, 2), (5, 3, 7))]
-
-
-def _out(torch, shape, dtype, layout="NCHW"):
-    dt = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-    if layout == "NCHW":
-        t = torch.empty(shape, dtype=dt, device="cuda")
-    else:
-        t = torch.empty((shape[0],) + tuple(shape[2:]) + (shape[1],), dtype=dt,
-                        device="cuda").movedim(-1, 1)
-    return poison_(torch, t)
-
-
-def _inputs(torch, shape, dtype, gen):
-    yield "dense", rand(torch, shape, dtype, gen)
-    base = rand(torch, tuple(shape[:-1]) + (2 * shape[-1] + 1,), dtype, gen)
-    yield "strided", base[..., 1::2]
-    cl = rand(torch, (shape[0],) + tuple(shape[2:]) + (shape[1],), dtype, gen)
-    yield "channels_last", cl.movedim(-1, 1)
 
 
 def _samples(torch, desc, dtype, gen):

@@ -8,8 +8,7 @@ import math
 
 import pytest
 
-from _gpu_helpers import assert_terms_close, bytes_equal, rand
-from tests._checks import poison_
+from _gpu_helpers import (assert_terms_close, bytes_equal, rand, image_out as _out)
 
 pytestmark = pytest.mark.gpu
 
@@ -23,16 +22,6 @@ CASES = [(1, (2, 3, 17), 3, 2, False),
          (3, (2, 2, 7, 8, 9), 3, 2, True),
          (3, (1, 3, 5, 6, 7), (1, 2, 3), (1, 2, 2), False)]
 NORMS = [1.0, 2.0, 1.5, 3.0]
-
-
-def _out(torch, shape, dtype, layout="NCHW"):
-    dt = getattr(torch, dtype)
-    if layout == "NCHW":
-        t = torch.empty(shape, dtype=dt, device="cuda")
-    else:
-        t = torch.empty((shape[0],) + tuple(shape[2:]) + (shape[1],), dtype=dt,
-                        device="cuda").movedim(-1, 1)
-    return poison_(torch, t)
 
 
 def _x(torch, shape, dtype, p, gen, kind):

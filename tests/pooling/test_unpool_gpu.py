@@ -6,8 +6,7 @@ cover them), out-of-range indices (skipped, status word / IndexError), empty bat
 
 import pytest
 
-from _gpu_helpers import rand
-from tests._checks import poison_
+from _gpu_helpers import (rand, image_out as _out)
 
 pytestmark = pytest.mark.gpu
 
@@ -20,16 +19,6 @@ CASES = [(1, (2, 3, 17), 2, 2, 0, None),
          (2, (3, 2, 32, 33), 3, 3, 0, None),
          (3, (2, 2, 7, 8, 9), 2, 2, 0, None),
          (3, (1, 3, 5, 6, 7), (1, 2, 3), (1, 2, 3), (0, 1, 1), None)]
-
-
-def _out(torch, shape, dtype, layout="NCHW"):
-    dt = getattr(torch, dtype) if isinstance(dtype, str) else dtype
-    if layout == "NCHW":
-        t = torch.empty(shape, dtype=dt, device="cuda")
-    else:
-        t = torch.empty((shape[0],) + tuple(shape[2:]) + (shape[1],), dtype=dt,
-                        device="cuda").movedim(-1, 1)
-    return poison_(torch, t)
 
 
 def _pooled(torch, sp, shape, k, s, p, out, dtype, gen):

@@ -26,6 +26,12 @@ accumulation in f32 (f64 for f64; nearest's index map in f32 as torch's).  The b
 exact adjoint of the forward in gather form (each ``dx`` element sums the gradients of the
 outputs whose taps reach it, in a fixed order): deterministic for every mode, no atomics, no
 workspace.  An empty problem (N = 0 or C = 0) launches nothing.
+
+Kernels: nearest / (bi/tri)linear / bicubic forwards whose last output extent holds a run of
+``RUN`` (4) outputs run ``interp_fw_runs`` (one thread per run, Int32 index math; operands whose
+strided extents reach 2^31 take the general kernel instead); the rest ``interp_fw`` /
+``interp_bw`` (one thread per element, Int64 index math, the thread index decomposed with
+magic-number divisions below 2^31).
 """
 
 from __future__ import annotations
@@ -314,20 +320,23 @@ class _InterpBase(Plan):
         self._n = prod(d.shape) if self._backward else prod(d.out_shape)
         if -(-self._n // spec.THREADS) > _MAX_GRID:
             raise UnsupportedError(f"interpolate: {self._n} elements exceed the grid limit")
-        self._template = spec.INTERP_BW if self._backward else spec.INTERP_FW
-        self._knobs = InterpKnobs(d.dtype.short, d.group)
-        self._threads = self._n
+        # one thread per element (interp_fw / interp_bw): the thread index's divisors (C and the
+        # decomposed extents) as magic pairs, and whether every index is below 2^31
         dec = self._e[2:5] if self._backward else self._e[5:8]
-        if not self._backward and d.group in ("nearest", "linear") and dec[2] >= spec.RUN:
-            # runs of RUN outputs along the last dim per thread (interp_fw_runs)
-            group = "cubic" if d.mode == "bicubic" else d.group
-            self._template = spec.INTERP_FW_RUNS
-            self._knobs = InterpKnobs(d.dtype.short, group)
-            dec = dec[:2] + (-(-dec[2] // spec.RUN),)
-            self._threads = prod(d.out_shape[:-1]) * dec[2]
-        # the thread index's divisors (C and the decomposed extents) as magic pairs, and
-        # whether every thread index fits the magic-number division (< 2^31)
-        self._dv = magic_pairs(d.shape[1], *dec) + (1 if self._threads < NARROW else 0,)
+        self._general = (spec.INTERP_BW if self._backward else spec.INTERP_FW,
+                         InterpKnobs(d.dtype.short, d.group), self._n,
+                         magic_pairs(d.shape[1], *dec) + (1 if self._n < NARROW else 0,))
+        self._runs = None
+        narrow = max(prod(d.shape), prod(d.out_shape)) < NARROW
+        if not self._backward and d.group in ("nearest", "linear") and dec[2] >= spec.RUN \
+                and narrow:
+            # runs of RUN outputs along the last dim per thread, Int32 index math
+            # (interp_fw_runs; operands whose strides reach 2^31 take the general kernel)
+            og = -(-dec[2] // spec.RUN)
+            self._runs = (spec.INTERP_FW_RUNS, InterpKnobs(
+                d.dtype.short, "cubic" if d.mode == "bicubic" else d.group),
+                prod(d.out_shape[:-1]) * og, magic_pairs(d.shape[1], *dec[:2], og) + (1,))
+        self._template, self._knobs = (self._runs or self._general)[:2]
         ct = float64 if d.dtype is float64 else float32
         pg = PrecisionGuarantee(math_precision=ct, accumulator=ct)
         name = "interpolate_" + d.mode.replace("-", "_") + ("_aa" if d.antialias else "") + (
@@ -353,17 +362,25 @@ class _InterpBase(Plan):
 
     def _launch(self, bound, stream: int, ws) -> None:
         a, b = bound
-        kern = self._kernel(self._template, self._knobs, b.device)
-        grid = (-(-self._threads // spec.THREADS), 1, 1)
+        choice = self._general
+        if self._runs is not None and max(_max_offset(a), _max_offset(b)) < NARROW:
+            choice = self._runs
+        template, knobs, threads, dv = choice
+        kern = self._kernel(template, knobs, b.device)
+        grid = (-(-threads // spec.THREADS), 1, 1)
         tail = list(self._rng) if self._backward else []
-        kern.launch(grid, [a.ptr, b.ptr, self._threads, *self._e, *five_strides(a.strides),
-                           *five_strides(b.strides), *self._sc, *self._fl, *tail, *self._dv],
-                    stream)
+        kern.launch(grid, [a.ptr, b.ptr, threads, *self._e, *five_strides(a.strides),
+                           *five_strides(b.strides), *self._sc, *self._fl, *tail, *dv], stream)
+
+
+def _max_offset(v) -> int:
+    return sum((n - 1) * abs(st) for n, st in zip(v.shape, v.strides) if n > 0)
 
 
 class InterpolatePlan(_InterpBase):
-    """torch.nn.functional.interpolate forward (``InterpolateArgs(x, y)``): one thread per
-    output element; see the module docstring for the modes.  Deterministic, no workspace."""
+    """torch.nn.functional.interpolate forward (``InterpolateArgs(x, y)``): one thread per output
+    element, or per run of 4 along the last dim (see the module docstring for the modes and the
+    kernels).  Deterministic, no workspace."""
 
     descriptor = InterpolateDescriptor
 

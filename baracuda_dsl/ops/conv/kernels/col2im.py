@@ -16,9 +16,10 @@ import cutlass.cute as cute
 from cutlass import Int64
 
 from ....blocks.gmem import example_args, gload, gmem_ptr, grouped_launcher, gstore
+from ....blocks.image_index import imin, sel
 from ....blocks.reduction_base import compute_type, element_type
 from ..specs.im2col import N_SCALARS, THREADS, Im2ColKnobs
-from .im2col import divmod64, element_index, imin, sel
+from .im2col import divmod64, element_index
 
 
 def block_range(z, L, K, S, P, D):

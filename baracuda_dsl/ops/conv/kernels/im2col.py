@@ -15,7 +15,7 @@ import cutlass.cute as cute
 from cutlass import Int64
 
 from ....blocks.gmem import example_args, gload, gmem_ptr, grouped_launcher, gstore
-from ....blocks.image_index import linear_index
+from ....blocks.image_index import linear_index, sel
 from ....blocks.reduction_base import element_type
 from ..specs.im2col import N_SCALARS, THREADS, Im2ColKnobs
 
@@ -23,15 +23,6 @@ from ..specs.im2col import N_SCALARS, THREADS, Im2ColKnobs
 def element_index():
     """This thread's linear element index (one element per thread, 1-D grid of THREADS)."""
     return linear_index(THREADS)
-
-
-def sel(cond, a, b):
-    """``cond ? a : b`` as Int64 (branch-free)."""
-    return Int64(cutlass.select_(cond, Int64(a), Int64(b)))
-
-
-def imin(a, b):
-    return sel(a < b, a, b)
 
 
 def divmod64(a, b):

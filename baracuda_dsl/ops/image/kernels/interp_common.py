@@ -31,7 +31,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Float64, Int32, Int64
 
-from ....blocks.image_index import linear_index, split_groups
+from ....blocks.image_index import imax, imin, linear_index, sel, split_groups
 from ..specs.interpolate import THREADS
 
 
@@ -40,22 +40,9 @@ def element_index():
     return linear_index(THREADS)
 
 
-def sel(cond, a, b):
-    """``cond ? a : b`` as Int64 (branch-free)."""
-    return Int64(cutlass.select_(cond, Int64(a), Int64(b)))
-
-
 def fsel(cond, a, b, FT):
     """``cond ? a : b`` as the float type ``FT``."""
     return FT(cutlass.select_(cond, FT(a), FT(b)))
-
-
-def imin(a, b):
-    return sel(a < b, a, b)
-
-
-def imax(a, b):
-    return sel(a > b, a, b)
 
 
 def i2f(v, FT):
@@ -64,38 +51,40 @@ def i2f(v, FT):
     return FT(Int32(v))
 
 
-def f2i(x):
-    """A float coordinate (|x| < 2^31) truncated to Int64, through Int32."""
-    return Int64(Int32(x))
+def f2i(x, IX=Int64):
+    """A float coordinate (|x| < 2^31) truncated to ``IX``, through Int32."""
+    return IX(Int32(x))
 
 
-def ifloor(x, FT):
-    """``floor(x)`` of a float ``x`` (|x| < 2^31) as Int64."""
-    t = f2i(x)
-    return sel(i2f(t, FT) > x, t - Int64(1), t)
+def ifloor(x, FT, IX=Int64):
+    """``floor(x)`` of a float ``x`` (|x| < 2^31) as ``IX``."""
+    t = f2i(x, IX)
+    return sel(i2f(t, FT) > x, t - IX(1), t, IX)
 
 
-def nearest_index(o, I, s32, exact):
-    """torch's CUDA nearest (``exact == 0``) or nearest-exact source index of output ``o``."""
+def nearest_index(o, I, s32, exact, IX=Int64):
+    """torch's CUDA nearest (``exact == 0``) or nearest-exact source index of output ``o``
+    (index math in ``IX``)."""
     of = i2f(o, Float32)
     p = fsel(exact != Int64(0), (of + Float32(0.5)) * s32, of * s32, Float32)
-    return imin(f2i(p), I - Int64(1))
+    return imin(f2i(p, IX), I - IX(1), IX)
 
 
-def linear_taps(o, I, s, align, cubic, FT):
+def linear_taps(o, I, s, align, cubic, FT, IX=Int64):
     """``(first, count, w0, w1, w2, w3)``: the taps of output ``o`` along one dim of the linear
     (``cubic == 0``) or bicubic map — tap ``j`` reads ``clamp(first + j, 0, I−1)`` with weight
-    ``w_j``; ``count`` is 1 (one tap of weight 1), 2 (linear) or 4 (cubic)."""
-    one = Int64(1)
+    ``w_j``; ``count`` is 1 (one tap of weight 1), 2 (linear) or 4 (cubic); index math in
+    ``IX``."""
+    one = IX(1)
     of = i2f(o, FT)
     al = align != Int64(0)
     cu = cubic != Int64(0)
     raw = fsel(al, s * of, s * (of + FT(0.5)) - FT(0.5), FT)
     src = fsel(cu, raw, fsel(raw < FT(0.0), FT(0.0), raw, FT), FT)
-    x0 = ifloor(src, FT)
+    x0 = ifloor(src, FT, IX)
     t = src - i2f(x0, FT)
     # linear
-    lcount = sel(x0 < I - one, Int64(2), one)
+    lcount = sel(x0 < I - one, IX(2), one, IX)
     l0 = fsel(lcount == one, FT(1.0), FT(1.0) - t, FT)
     # cubic, A = -0.75
     a = FT(-0.75)
@@ -106,17 +95,17 @@ def linear_taps(o, I, s, align, cubic, FT):
     c2 = ((a + FT(2.0)) * v - (a + FT(3.0))) * v * v + FT(1.0)
     u = v + FT(1.0)
     c3 = ((a * u - FT(5.0) * a) * u + FT(8.0) * a) * u - FT(4.0) * a
-    ccount = sel(I == one, one, Int64(4))
+    ccount = sel(I == one, one, IX(4), IX)
     c1 = fsel(ccount == one, FT(1.0), c1, FT)
-    return (sel(cu, sel(ccount == one, Int64(0), x0 - one), x0), sel(cu, ccount, lcount),
+    return (sel(cu, sel(ccount == one, IX(0), x0 - one, IX), x0, IX), sel(cu, ccount, lcount, IX),
             fsel(cu, fsel(ccount == one, FT(1.0), c0, FT), l0, FT), fsel(cu, c1, t, FT),
             fsel(cu, c2, FT(0.0), FT), fsel(cu, c3, FT(0.0), FT))
 
 
-def tap(first, j, I, w0, w1, w2, w3, FT):
-    """``(index, weight)`` of tap ``j`` (dynamic) of :func:`linear_taps`."""
-    idx = imax(imin(first + j, I - Int64(1)), Int64(0))
-    w = fsel(j == Int64(0), w0, fsel(j == Int64(1), w1, fsel(j == Int64(2), w2, w3, FT), FT), FT)
+def tap(first, j, I, w0, w1, w2, w3, FT, IX=Int64):
+    """``(index, weight)`` of tap ``j`` (dynamic) of :func:`linear_taps` (index in ``IX``)."""
+    idx = imax(imin(first + j, I - IX(1), IX), IX(0), IX)
+    w = fsel(j == IX(0), w0, fsel(j == IX(1), w1, fsel(j == IX(2), w2, w3, FT), FT), FT)
     return idx, w
 
 

@@ -17,10 +17,11 @@ import cutlass.cute as cute
 from cutlass import Float32, Float64, Int64
 
 from ....blocks.gmem import example_args, gload, gmem_ptr, gstore
-from ....blocks.reduction_base import compute_type, element_type
 from ....blocks.image_index import decompose_ncdhw as decompose
+from ....blocks.image_index import sel
+from ....blocks.reduction_base import compute_type, element_type
 from ..specs.fractional import FW_GROUPS, FractionalKnobs
-from .pool_common import element_index, sel
+from .pool_common import element_index
 from .pool_extra import frac_start, launcher4
 
 

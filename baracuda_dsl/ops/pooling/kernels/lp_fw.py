@@ -22,10 +22,11 @@ import cutlass.cute as cute
 from cutlass import Float64, Int64
 
 from ....blocks.gmem import example_args, gload, gmem_ptr, gstore
-from ....blocks.reduction_base import compute_type, element_type
 from ....blocks.image_index import decompose_ncdhw as decompose
+from ....blocks.image_index import imin
+from ....blocks.reduction_base import compute_type, element_type
 from ..specs.lp import FW_GROUPS, LPKnobs
-from .pool_common import element_index, imin
+from .pool_common import element_index
 from .pool_extra import launcher4
 
 

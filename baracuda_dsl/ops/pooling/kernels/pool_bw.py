@@ -16,10 +16,11 @@ import cutlass.cute as cute
 from cutlass import Int64
 
 from ....blocks.gmem import example_args, gload, gmem_ptr, gstore
+from ....blocks.image_index import cast_all, index_type, isel
+from ....blocks.image_index import decompose_ncdhw_ix as decompose_fast
 from ....blocks.reduction_base import compute_type, element_type
 from ..specs.pool import BW_GROUPS, PoolKnobs
-from .pool_common import (avg_size, cast_all, decompose_fast, index_type, isel, launcher,
-                          range_bw, thread_index)
+from .pool_common import avg_size, launcher, range_bw, thread_index
 
 
 def build(knobs: PoolKnobs):

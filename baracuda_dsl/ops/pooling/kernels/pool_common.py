@@ -1,7 +1,8 @@
-"""Device helpers shared by the pooling family's kernels: branch-free selects, the element index
-and its decomposition in both layouts (Int64, and the Int32 / Int64 ``*_fast`` forms with
-magic-number division that ``pool_fw`` / ``pool_bw`` use), the per-dim window math, and the host
-launcher that regroups the flat Int64 ABI scalars into the kernels' parameter tuples.
+"""Device helpers shared by the pooling family's kernels: branch-free Int64 selects, the element
+index (Int64, or in the index type ``IX`` of ``pool_fw`` / ``pool_bw``, whose decomposition and
+magic-number divisions are :mod:`baracuda_dsl.blocks.image_index`'s), the per-dim window math,
+and the host launcher that regroups the flat Int64 ABI scalars into the kernels' parameter
+tuples.
 
 Per spatial dim of input extent ``I``, output extent ``O``, kernel ``K``, stride ``S``, padding
 ``P``, dilation ``D`` (avg: D = 1), fixed windows (torch max_pool / avg_pool):
@@ -17,30 +18,16 @@ non-negative, so ``//`` is floor division.
 
 from __future__ import annotations
 
-import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
-from ....blocks.image_index import linear_index, split_groups
+from ....blocks.image_index import isel, ix_linear_index, linear_index, qdiv, split_groups
 from ..specs.pool import THREADS
 
 
 def element_index():
     """This thread's linear element index (one element per thread, 1-D grid of THREADS)."""
     return linear_index(THREADS)
-
-
-def sel(cond, a, b):
-    """``cond ? a : b`` as Int64 (branch-free)."""
-    return Int64(cutlass.select_(cond, Int64(a), Int64(b)))
-
-
-def imin(a, b):
-    return sel(a < b, a, b)
-
-
-def imax(a, b):
-    return sel(a > b, a, b)
 
 
 def launcher(kernel, sizes):
@@ -58,74 +45,22 @@ def launcher(kernel, sizes):
 
 
 # ------------------------------------------------------------ Int32 / Int64 fast index math
-# The pool_fw / pool_bw kernels run their index math in ``IX`` (Int32 unless the SKU is
-# ``wide``); in Int32 every division of a non-negative numerator < 2^31 by a run-time divisor d
-# is a multiply-shift by d's host-computed magic pair (m, s) (common.spatial.fast_divisor: the
-# round-up method, exact for every such numerator); wide SKUs divide in Int64.
-
+# pool_fw / pool_bw run their index math in ``IX`` (Int32 unless the SKU is ``wide``): the
+# helpers are blocks.image_index's (index_type, cast_all, isel, qdiv, decompose_ncdhw_ix).
 
 #: taps loaded together in the innermost window loops (independent loads in flight)
 CHUNK = 4
 
 
-def index_type(wide: bool):
-    """The index-math type of a SKU: Int64 when ``wide`` else Int32."""
-    return Int64 if wide else Int32
-
-
-def cast_all(vals, IX):
-    """``vals`` (Int64 kernel scalars) converted to ``IX``, as a tuple."""
-    return tuple(IX(v) for v in vals)
-
-
-def isel(cond, a, b, IX):
-    """``cond ? a : b`` as ``IX`` (branch-free)."""
-    return IX(cutlass.select_(cond, IX(a), IX(b)))
-
-
-def qdiv(a, d, m, s, IX):
-    """``floor(a / d)`` for ``0 <= a`` (Int32: ``a < 2^31``, by the magic pair ``m``, ``s``)."""
-    if cutlass.const_expr(IX is Int64):
-        return a // d
-    return Int32((Int64(a) * m) >> s)
-
-
 def thread_index(IX):
     """This thread's linear element index as ``IX`` (one element per thread, 1-D grid)."""
-    tidx, _, _ = cute.arch.thread_idx()
-    bidx, _, _ = cute.arch.block_idx()
-    return IX(bidx) * IX(THREADS) + IX(tidx)
-
-
-def decompose_fast(i, C, E0, E1, E2, cl, mg, IX):
-    """:func:`decompose` in ``IX`` with the magic pairs ``mg`` = (C, E0, E1, E2)'s."""
-    # NCHW: w fastest
-    q = qdiv(i, E2, mg[6], mg[7], IX)
-    a2 = i - q * E2
-    r = qdiv(q, E1, mg[4], mg[5], IX)
-    a1 = q - r * E1
-    q = qdiv(r, E0, mg[2], mg[3], IX)
-    a0 = r - q * E0
-    r = qdiv(q, C, mg[0], mg[1], IX)
-    ac = q - r * C
-    an = r
-    # channels last: c fastest
-    q = qdiv(i, C, mg[0], mg[1], IX)
-    bc = i - q * C
-    r = qdiv(q, E2, mg[6], mg[7], IX)
-    b2 = q - r * E2
-    q = qdiv(r, E1, mg[4], mg[5], IX)
-    b1 = r - q * E1
-    r = qdiv(q, E0, mg[2], mg[3], IX)
-    b0 = q - r * E0
-    c = cl != Int64(0)
-    return (isel(c, r, an, IX), isel(c, bc, ac, IX), isel(c, b0, a0, IX), isel(c, b1, a1, IX),
-            isel(c, b2, a2, IX))
+    return ix_linear_index(THREADS, IX)
 
 
 def window_fw(o, I, O, K, S, P, D, ad, wm, IX):
-    """:func:`fw_window` in ``IX``: ``(first, count, step, pool)``; ``wm`` = the (magic, shift)
-    pairs of D and O; ``ad``: adaptive (a Boolean)."""
+    """``(first, count, step, pool)`` of output ``o``'s window along one dim, in ``IX``: the first
+    tap inside the input, the number of taps inside it, the tap step and the count_include_pad
+    size; ``wm`` = the (magic, shift) pairs of D and O; ``ad``: adaptive (a Boolean)."""
     one = IX(1)
     zero = IX(0)
     st0 = o * S - P

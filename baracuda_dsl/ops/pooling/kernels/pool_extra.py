@@ -28,8 +28,8 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Int32, Int64
 
+from ....blocks.image_index import imax, imin, sel
 from ..specs.fractional import THREADS
-from .pool_common import imax, imin, sel
 
 
 def fixed_range(i, O, K, S):

@@ -22,10 +22,11 @@ import cutlass.cute as cute
 from cutlass import Int64
 
 from ....blocks.gmem import example_args, gload, gmem_ptr, gstore
+from ....blocks.image_index import cast_all, index_type, isel
+from ....blocks.image_index import decompose_ncdhw_ix as decompose_fast
 from ....blocks.reduction_base import compute_type, element_type
 from ..specs.pool import FW_GROUPS, PoolKnobs, outputs_per_thread
-from .pool_common import (CHUNK, cast_all, decompose_fast, index_type, isel, launcher,
-                          thread_index, window_fw)
+from .pool_common import CHUNK, launcher, thread_index, window_fw
 
 
 def build(knobs: PoolKnobs):
