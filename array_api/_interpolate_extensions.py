@@ -47,11 +47,14 @@ def interpolate(x, size=None, scale_factor=None, mode: str = "nearest", align_co
 
 def interpolate_backward(grad, x_shape, size=None, scale_factor=None, mode: str = "nearest",
                          align_corners=None, recompute_scale_factor=None,
-                         antialias: bool = False) -> Array:
+                         antialias: bool = False, deterministic: bool = True) -> Array:
     """Gradient of :func:`interpolate` w.r.t. its input of shape ``x_shape``: ``dx[i] =
-    Σ_o W(o, i)·grad[o]`` with the forward's weights (deterministic gather)."""
+    Σ_o W(o, i)·grad[o]`` with the forward's weights — a deterministic gather, or with
+    ``deterministic=False`` (nearest / linear / bicubic modes) torch's atomic scatter: faster,
+    not bit-reproducible."""
+    from baracuda_dsl import PlanPreference
     from baracuda_dsl.ops.image.interpolate import (InterpolateBackwardArgs,
-                                                    InterpolateBackwardPlan)
+                                                    InterpolateBackwardPlan, InterpolateTuning)
 
     _plans.check_array(grad, "grad")
     _ef.check_dtype(grad.dtype, _CAT, "interpolate_backward")
@@ -61,7 +64,11 @@ def interpolate_backward(grad, x_shape, size=None, scale_factor=None, mode: str 
     if tuple(grad.shape) != desc.out_shape:
         raise ValueError(f"interpolate_backward: grad has shape {tuple(grad.shape)}, the "
                          f"interpolation output of {x_shape} is {desc.out_shape}")
-    plan = _plans.select(InterpolateBackwardPlan, desc)
+    if deterministic:
+        plan = _plans.select(InterpolateBackwardPlan, desc)
+    else:
+        plan = InterpolateBackwardPlan.select(
+            desc, PlanPreference(tuning=InterpolateTuning(deterministic=False)))
     dx = Array._empty(x_shape, grad.dtype, grad.device)
     _plans.run(plan, InterpolateBackwardArgs(grad, dx), grad)
     return dx

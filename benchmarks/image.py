@@ -11,7 +11,9 @@ nearest ×2                     16×64×128×128 float32 → 256×256
 bicubic ×2                     16×32×128×128 float32 → 256×256
 area ½                         32×64×256×256 float32 → 128×128
 bilinear antialias ½           16×3×1024×1024 float32 → 512×512
-bilinear ×2 backward           the bilinear ×2 case in float32 (dy read, dx written)
+bilinear ×2 backward           the bilinear ×2 case in float32 (dy read, dx written); the default
+                               deterministic gather, and the atomic scatter
+                               (``InterpolateTuning(deterministic=False)``) in float32 / bf16
 grid_sample bilinear           16×32×256×256 float32, a random grid of the same size
 =============================  ================================================================
 
@@ -36,6 +38,10 @@ INTERP = [
      "NCHW", False),
     ("bilinear x2 backward", (32, 64, 128, 128), (256, 256), "bilinear", False, "float32", "NCHW",
      True),
+    ("bilinear x2 backward, atomic", (32, 64, 128, 128), (256, 256), "bilinear", False, "float32",
+     "NCHW", "atomic"),
+    ("bilinear x2 backward, atomic", (32, 64, 128, 128), (256, 256), "bilinear", False,
+     "bfloat16", "NCHW", "atomic"),
 ]
 GRID = [("grid_sample bilinear", (16, 32, 256, 256), "float32")]
 QUICK = INTERP[:1] + INTERP[-1:]
@@ -43,9 +49,10 @@ SHORT = {"bfloat16": "bf16", "float32": "f32", "float16": "f16", "float64": "f64
 
 
 def _interp_case(torch, copy_gbs, label, shape, size, mode, aa, dt, layout, backward):
+    from baracuda_dsl import PlanPreference
     from baracuda_dsl.ops.image import (InterpolateArgs, InterpolateBackwardArgs,
                                         InterpolateBackwardPlan, InterpolateDescriptor,
-                                        InterpolatePlan)
+                                        InterpolatePlan, InterpolateTuning)
 
     F = torch.nn.functional
     tdt = getattr(torch, dt)
@@ -57,9 +64,11 @@ def _interp_case(torch, copy_gbs, label, shape, size, mode, aa, dt, layout, back
     if backward:
         dy = torch.randn(d.out_shape, device="cuda").to(tdt).contiguous(memory_format=mf)
         dx = torch.empty_like(x)
-        plan = InterpolateBackwardPlan.select(d)
+        plan = InterpolateBackwardPlan.select(d, PlanPreference(
+            tuning=InterpolateTuning(deterministic=backward != "atomic")))
+        ws = torch.empty(max(plan.workspace_size(), 1), dtype=torch.uint8, device="cuda")
         args = InterpolateBackwardArgs(dy, dx)
-        plan.run(args)
+        plan.run(args, workspace=ws)
         xr = x.detach().double().requires_grad_(True)
         F.interpolate(xr, **kw).backward(dy.double())
         err = H.rel_err(dx, xr.grad)
@@ -82,7 +91,8 @@ def _interp_case(torch, copy_gbs, label, shape, size, mode, aa, dt, layout, back
         nbytes = H.bytes_of(x, y)
     ok = err <= (2e-2 if dt == "bfloat16" else 1e-5)
     torch.cuda.synchronize()
-    t = H.bench(lambda: plan.run(args), reps=15)
+    wsv = ws if backward else None
+    t = H.bench(lambda: plan.run(args, workspace=wsv), reps=15)
     tt = H.bench(ref_fn, reps=15)
     gbs = H.gbs(nbytes, t.median)
     return dict(case=label, shape="x".join(map(str, shape)) + f"→{size[0]}x{size[1]} {layout}",

@@ -321,6 +321,40 @@ def test_plan_skus():
     assert InterpolateBackwardPlan.select(_desc((2, 0, 4), "linear", size=9), PREF).is_empty()
 
 
+def test_scatter_backward_launches(launches):
+    """InterpolateTuning(deterministic=False): zero the accumulator, scatter, cast (half types,
+    through an f32 workspace); area / antialias keep the gather."""
+    from baracuda_dsl import PlanPreference
+    from baracuda_dsl.ops.image.interpolate import InterpolateTuning
+    from baracuda_dsl.ops.image.specs import sampling as sspec
+
+    pref = PlanPreference(arch=PREF.arch, tuning=InterpolateTuning(deterministic=False))
+    for dt, n_launch in (("bf16", 3), ("f32", 2)):
+        d = _desc((2, 3, 7, 9), "bilinear", size=(14, 18), dtype=dt)
+        plan = InterpolateBackwardPlan.select(d, pref)
+        pg = plan.precision_guarantee()
+        assert plan.sku().template == "interp_bw_scatter" and not pg.deterministic
+        numel = int(np.prod(d.shape))
+        assert plan.workspace_size() == (0 if dt == "f32" else -(-4 * numel // 256) * 256)
+        dy = _tv(0x20000, d.out_shape, interpolate_dense_strides(d.out_shape, "NCHW"), dt)
+        dx = _tv(0x30000, d.shape, interpolate_dense_strides(d.shape, "NCHW"), dt)
+        ws = bd.Workspace(0x900000, plan.workspace_size()) if plan.workspace_size() else None
+        before = len(launches)
+        plan.run(InterpolateBackwardArgs(dy, dx), workspace=ws)
+        got = launches[before:]
+        assert [g[0] for g in got] == ([sspec.GRID_SAMPLE_ACC.name, "interp_bw_scatter"]
+                                       + ([sspec.GRID_SAMPLE_ACC.name] if dt == "bf16" else []))
+        assert len(got) == n_launch
+        acc = 0x900000 if dt == "bf16" else 0x30000
+        assert got[0][3][0] == acc and got[0][3][-1] == 0           # zero the accumulator
+        assert got[1][3][:2] == [0x20000, acc]
+        assert got[1][3][2] == 2 * 3 * 14 * -(-18 // spec.RUN)       # runs along the last dim
+        if dt == "bf16":
+            assert got[2][3][:2] == [0x900000, 0x30000] and got[2][3][-1] == 1      # cast
+    area = _desc((2, 3, 8, 8), "area", size=4)
+    assert InterpolateBackwardPlan.select(area, pref).sku().template == "interp_bw"
+
+
 def test_runs_fall_back_for_wide_operands(launches):
     """interp_fw_runs needs Int32 offsets: a view reaching 2^31 elements runs interp_fw."""
     d = _desc((2, 3, 7, 9), "bilinear", size=(5, 8), dtype="f32")
@@ -334,8 +368,9 @@ def test_runs_fall_back_for_wide_operands(launches):
 
 
 def test_sku_space():
-    runs = list(spec.INTERP_FW_RUNS.space())
-    assert len(runs) == 12 and {k.group for k in runs} == set(spec.RUNS_TAPS)
+    for t in (spec.INTERP_FW_RUNS, spec.INTERP_BW_SCATTER):
+        runs = list(t.space())
+        assert len(runs) == 12 and {k.group for k in runs} == set(spec.RUNS_TAPS)
     for t in (spec.INTERP_FW, spec.INTERP_BW):
         ks = list(t.space())
         assert len(ks) == len(set(ks)) == 16

@@ -25,7 +25,8 @@ Operands: ``x`` / ``dy`` any strides; ``y`` / ``dx`` dense in ``layout`` (``"NCH
 accumulation in f32 (f64 for f64; nearest's index map in f32 as torch's).  The backward is the
 exact adjoint of the forward in gather form (each ``dx`` element sums the gradients of the
 outputs whose taps reach it, in a fixed order): deterministic for every mode, no atomics, no
-workspace.  An empty problem (N = 0 or C = 0) launches nothing.
+workspace; ``InterpolateTuning(deterministic=False)`` trades that for torch's atomic scatter
+(nearest / linear / bicubic).  An empty problem (N = 0 or C = 0) launches nothing.
 
 Kernels: nearest / (bi/tri)linear / bicubic forwards whose last output extent holds a run of
 ``RUN`` (4) outputs run ``interp_fw_runs`` (one thread per run, Int32 index math; operands whose
@@ -45,17 +46,20 @@ import numpy as np
 from ...common.spatial import (NARROW, check_dense_in, dense_strides, five_strides, magic_pairs,
                                three)
 from ...dtypes import FP4, DType, float32, float64
-from ...errors import InvalidProblemError, UnsupportedError
+from ...errors import InvalidProblemError, MisalignedOperandError, UnsupportedError
 from ...jit import freeze_knobs
-from ...plan import Plan, check_dtype, prod, view_arg
-from ...tensor import check_shape
+from ...plan import Plan, align_up, check_dtype, prod, view_arg
+from ...tensor import check_shape, contiguous_strides
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 from .specs import interpolate as spec
+from .specs import sampling as sampling_spec
 from .specs.interpolate import InterpKnobs
+from .specs.sampling import GridAccKnobs
 
 __all__ = [
     "InterpolateDescriptor", "InterpolateArgs", "InterpolateBackwardArgs", "InterpolatePlan",
-    "InterpolateBackwardPlan", "interpolate_output_size", "interpolate_dense_strides",
+    "InterpolateBackwardPlan", "InterpolateTuning", "interpolate_output_size",
+    "interpolate_dense_strides",
 ]
 
 #: dense element strides of an (N, C, *spatial) tensor in a layout (NCHW / NHWC)
@@ -298,6 +302,16 @@ class InterpolateBackwardArgs:
     dx: object
 
 
+@dataclass(frozen=True)
+class InterpolateTuning:
+    """Backward kernel choice (``PlanPreference(tuning=InterpolateTuning(...))``):
+    ``deterministic=False`` lets nearest / (bi/tri)linear / bicubic backwards scatter with atomic
+    adds (``interp_bw_scatter``: torch's form, fast, not bit-reproducible; half types accumulate in
+    an f32 workspace); the default is the deterministic gather."""
+
+    deterministic: bool = True
+
+
 class _InterpBase(Plan):
     """Shared plan / bind / launch of the two interpolation plans."""
 
@@ -336,9 +350,22 @@ class _InterpBase(Plan):
             self._runs = (spec.INTERP_FW_RUNS, InterpKnobs(
                 d.dtype.short, "cubic" if d.mode == "bicubic" else d.group),
                 prod(d.out_shape[:-1]) * og, magic_pairs(d.shape[1], *dec[:2], og) + (1,))
-        self._template, self._knobs = (self._runs or self._general)[:2]
+        self._scatter = None
+        tuning = self.pref.tuning_for(InterpolateTuning)
+        if self._backward and not tuning.deterministic and d.group in ("nearest", "linear") \
+                and narrow and dec[2] >= 1:
+            og = -(-self._e[7] // spec.RUN)
+            self._scatter = (spec.INTERP_BW_SCATTER, InterpKnobs(
+                d.dtype.short, "cubic" if d.mode == "bicubic" else d.group),
+                prod(d.out_shape[:-1]) * og,
+                magic_pairs(d.shape[1], *self._e[5:7], og) + (1,))
+            self._acc_knobs = GridAccKnobs(d.dtype.short)
+        self._template, self._knobs = (self._scatter or self._runs or self._general)[:2]
         ct = float64 if d.dtype is float64 else float32
-        pg = PrecisionGuarantee(math_precision=ct, accumulator=ct)
+        atomics = self._scatter is not None
+        pg = PrecisionGuarantee(math_precision=ct, accumulator=ct,
+                                bit_stable_on_same_hardware=not atomics,
+                                deterministic=not atomics)
         name = "interpolate_" + d.mode.replace("-", "_") + ("_aa" if d.antialias else "") + (
             "_backward" if self._backward else "")
         self._sku = KernelSku(OpCategory.IMAGE, name, d.dtype, self._arch, BackendKind.CUTE_DSL,
@@ -347,6 +374,12 @@ class _InterpBase(Plan):
 
     def is_empty(self) -> bool:
         return self._n == 0
+
+    def workspace_size(self) -> int:
+        """0, or for the scatter backward of a half type an f32 accumulator of x's size."""
+        if self._scatter is None or self.desc.dtype.itemsize >= 4:
+            return 0
+        return align_up(4 * prod(self.desc.shape))
 
     def _bind(self, args):
         d = self.desc
@@ -362,6 +395,9 @@ class _InterpBase(Plan):
 
     def _launch(self, bound, stream: int, ws) -> None:
         a, b = bound
+        if self._scatter is not None and max(_max_offset(a), _max_offset(b)) < NARROW:
+            self._launch_scatter(a, b, stream, ws)
+            return
         choice = self._general
         if self._runs is not None and max(_max_offset(a), _max_offset(b)) < NARROW:
             choice = self._runs
@@ -371,6 +407,32 @@ class _InterpBase(Plan):
         tail = list(self._rng) if self._backward else []
         kern.launch(grid, [a.ptr, b.ptr, threads, *self._e, *five_strides(a.strides),
                            *five_strides(b.strides), *self._sc, *self._fl, *tail, *dv], stream)
+
+
+    def _launch_scatter(self, dy, dx, stream: int, ws) -> None:
+        """Zero the accumulator (dx, or the f32 workspace), scatter, cast (half types)."""
+        d = self.desc
+        dev = dx.device
+        e5 = (d.shape[0], d.shape[1]) + three(d.shape[2:], 1)
+        ds = five_strides(dx.strides)
+        if d.dtype.itemsize >= 4:
+            acc, accs = dx.ptr, ds
+        else:
+            if ws.ptr % 4:
+                raise MisalignedOperandError(f"workspace: pointer {ws.ptr:#x} is not aligned "
+                                             f"to 4 bytes")
+            acc, accs = ws.ptr, five_strides(contiguous_strides(d.shape))
+        numel = prod(d.shape)
+        blocks = (-(-numel // spec.THREADS), 1, 1)
+        acc_kern = self._kernel(sampling_spec.GRID_SAMPLE_ACC, self._acc_knobs, dev)
+        acc_kern.launch(blocks, [acc, dx.ptr, numel, *e5, *accs, *ds, 0], stream)
+        template, knobs, threads, dv = self._scatter
+        kern = self._kernel(template, knobs, dev)
+        kern.launch((-(-threads // spec.THREADS), 1, 1),
+                    [dy.ptr, acc, threads, *self._e, *five_strides(dy.strides), *accs,
+                     *self._sc, *self._fl, *dv], stream)
+        if acc != dx.ptr:
+            acc_kern.launch(blocks, [acc, dx.ptr, numel, *e5, *accs, *ds, 1], stream)
 
 
 def _max_offset(v) -> int:
@@ -389,7 +451,10 @@ class InterpolateBackwardPlan(_InterpBase):
     """Gradient of interpolate w.r.t. ``x`` (``InterpolateBackwardArgs(dy, dx)``): the exact
     adjoint of the forward in gather form — one thread per ``dx`` element summing, in a fixed
     order, ``W(o, i)·dy[o]`` over the outputs whose taps reach it.  Deterministic (bit-identical
-    reruns, no atomics) for every mode, antialias included; no workspace."""
+    reruns, no atomics) for every mode, antialias included; no workspace.  With
+    ``PlanPreference(tuning=InterpolateTuning(deterministic=False))`` nearest / linear / bicubic
+    backwards scatter with atomic adds instead (``interp_bw_scatter``; half types through an f32
+    workspace of x's size)."""
 
     descriptor = InterpolateDescriptor
     _backward = True

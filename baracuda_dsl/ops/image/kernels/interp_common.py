@@ -31,7 +31,8 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Float64, Int32, Int64
 
-from ....blocks.image_index import imax, imin, linear_index, sel, split_groups
+from ....blocks.image_index import (decompose_ncdhw_ix, imax, imin, linear_index, sel,
+                                    split_groups)
 from ..specs.interpolate import THREADS
 
 
@@ -174,3 +175,13 @@ def example_scalars(groups):
     for kind, s in groups:
         out += [Float64(1.0) if kind == "f64" else Int64(1)] * s
     return out
+
+
+def run_position(i, C, Od, Oh, Ow, cl, dv, run: int, IX):
+    """``(b, c, od, oh, ow0, last)`` of thread ``i`` of a runs kernel (one thread per ``run``
+    consecutive outputs along the last dim of an (N, C, Od, Oh, Ow) tensor, either layout):
+    the run's coordinates, its first output along w and ``Ow − 1``; ``dv`` holds the magic
+    pairs of C, Od, Oh and the run count (index math in ``IX``)."""
+    og_n = (Ow + IX(run - 1)) // IX(run)
+    b, c, od, oh, og = decompose_ncdhw_ix(i, C, Od, Oh, og_n, cl, dv, IX)
+    return b, c, od, oh, og * IX(run), Ow - IX(1)

@@ -16,11 +16,11 @@ import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64
 
 from ....blocks.gmem import gload, gmem_ptr, gstore
-from ....blocks.image_index import cast_all, decompose_ncdhw_ix, ix_linear_index
+from ....blocks.image_index import cast_all, ix_linear_index
 from ....blocks.reduction_base import compute_type, element_type
 from ..specs.interpolate import FW_GROUPS, RUN, RUNS_TAPS, THREADS, InterpKnobs
 from .interp_common import (example_scalars, fsel, imin, launcher, linear_taps, nearest_index,
-                            tap)
+                            run_position, tap)
 
 IX = Int32
 
@@ -38,12 +38,9 @@ def build(knobs: InterpKnobs):
         sub, align, cl = fl
         i = ix_linear_index(THREADS, IX)
         if i < IX(n):
-            Og = (Ow + IX(RUN - 1)) // IX(RUN)
-            b, c, od, oh, og = decompose_ncdhw_ix(i, C, Od, Oh, Og, cl, dv, IX)
+            b, c, od, oh, ow0, last = run_position(i, C, Od, Oh, Ow, cl, dv, RUN, IX)
             base = b * xs0 + c * xs1
-            ow0 = og * IX(RUN)
             yoff = b * ys0 + c * ys1 + od * ys2 + oh * ys3 + ow0 * ys4
-            last = Ow - IX(1)
             if cutlass.const_expr(TAPS == 1):
                 zd = nearest_index(od, Id, Float32(sc[0]), sub, IX)
                 zh = nearest_index(oh, Ih, Float32(sc[1]), sub, IX)

@@ -96,6 +96,16 @@ INTERP_FW_RUNS = register(KernelTemplate(
     knobs=InterpKnobs,
 ))
 
+INTERP_BW_SCATTER = register(KernelTemplate(
+    name="interp_bw_scatter",
+    family="image",
+    module="baracuda_dsl.ops.image.kernels.interp_bw_scatter",
+    params=params(_abi("dy:ptr acc:ptr n:i64 ", FW_GROUPS, FW_NAMES)),
+    space=_runs_space,
+    geometry=lambda k: LaunchGeometry(threads=THREADS, smem_bytes=0),
+    knobs=InterpKnobs,
+))
+
 INTERP_BW = register(KernelTemplate(
     name="interp_bw",
     family="image",
