@@ -308,11 +308,14 @@ def test_plan_skus():
                                     dtype="f16", layout="NHWC"),
              "interpolate_bicubic_aa", "interp_fw", "aa"),
             (InterpolateBackwardPlan, _desc((1, 2, 3, 4, 5), "area", size=2, dtype="f32"),
-             "interpolate_area_backward", "interp_bw", "area")]:
+             "interpolate_area_backward", "pool_bw", None)]:           # adaptive avg pooling
         p = plan.select(desc, PREF)
         sku = p.sku()
         assert sku.category is bd.OpCategory.IMAGE and sku.op == name and sku.template == tmpl
-        assert dict(sku.knobs) == {"dtype": desc.dtype.short, "group": group}
+        if group is None:
+            assert dict(sku.knobs) == {"dtype": desc.dtype.short, "op": "avg"}
+        else:
+            assert dict(sku.knobs) == {"dtype": desc.dtype.short, "group": group}
         pg = p.precision_guarantee()
         assert pg.deterministic and pg.bit_stable_on_same_hardware
         assert pg.accumulator == (bd.float64 if desc.dtype is bd.float64 else bd.float32)
@@ -351,8 +354,22 @@ def test_scatter_backward_launches(launches):
         assert got[1][3][2] == 2 * 3 * 14 * -(-18 // spec.RUN)       # runs along the last dim
         if dt == "bf16":
             assert got[2][3][:2] == [0x900000, 0x30000] and got[2][3][-1] == 1      # cast
-    area = _desc((2, 3, 8, 8), "area", size=4)
-    assert InterpolateBackwardPlan.select(area, pref).sku().template == "interp_bw"
+    area = _desc((2, 3, 8, 8), "area", size=4)            # adaptive avg pooling's gather
+    assert InterpolateBackwardPlan.select(area, pref).sku().template == "pool_bw"
+
+
+def test_area_runs_adaptive_avg_pooling(launches):
+    """mode="area" is adaptive average pooling: the pooling family's kernels run it."""
+    d = _desc((2, 3, 9, 12), "area", size=(4, 8), dtype="bf16", layout="NHWC")
+    y = _tv(0x80000, d.out_shape, interpolate_dense_strides(d.out_shape, "NHWC"), "bf16")
+    x = _tv(0x10000, d.shape, (324, 1, 36, 3), "bf16")
+    InterpolatePlan.select(d, PREF).run(InterpolateArgs(x, y))
+    name, knobs, _, args, _ = launches[-1]
+    assert name == "pool_fw_runs" and knobs["op"] == "avg"
+    assert args[:2] == [0x10000, 0x80000] and args[4:12] == [2, 3, 1, 9, 12, 1, 4, 8]
+    InterpolateBackwardPlan.select(d, PREF).run(InterpolateBackwardArgs(y, _tv(
+        0x10000, d.shape, interpolate_dense_strides(d.shape, "NHWC"), "bf16")))
+    assert launches[-1][0] == "pool_bw"
 
 
 def test_runs_fall_back_for_wide_operands(launches):
@@ -373,7 +390,7 @@ def test_sku_space():
         assert len(runs) == 12 and {k.group for k in runs} == set(spec.RUNS_TAPS)
     for t in (spec.INTERP_FW, spec.INTERP_BW):
         ks = list(t.space())
-        assert len(ks) == len(set(ks)) == 16
+        assert len(ks) == len(set(ks)) == 12           # area runs adaptive average pooling
         assert {k.dtype for k in ks} == {"f32", "f16", "bf16", "f64"}
         assert {k.group for k in ks} == set(spec.GROUPS)
     assert len(spec.INTERP_FW.params) == 3 + sum(s for _, s in spec.FW_GROUPS)

@@ -28,8 +28,9 @@ outputs whose taps reach it, in a fixed order): deterministic for every mode, no
 workspace; ``InterpolateTuning(deterministic=False)`` trades that for torch's atomic scatter
 (nearest / linear / bicubic).  An empty problem (N = 0 or C = 0) launches nothing.
 
-Kernels: nearest / (bi/tri)linear / bicubic forwards whose last output extent holds a run of
-``RUN`` (4) outputs run ``interp_fw_runs`` (one thread per run, Int32 index math; operands whose
+Kernels: ``area`` runs the pooling family's adaptive average pooling plans (the same windows:
+torch computes area so).  Nearest / (bi/tri)linear / bicubic forwards whose last output extent
+holds a run of ``RUN`` (4) outputs run ``interp_fw_runs`` (one thread per run, Int32 index math; operands whose
 strided extents reach 2^31 take the general kernel instead); the rest ``interp_fw`` /
 ``interp_bw`` (one thread per element, Int64 index math, the thread index decomposed with
 magic-number divisions below 2^31).
@@ -361,6 +362,20 @@ class _InterpBase(Plan):
                 magic_pairs(d.shape[1], *self._e[5:7], og) + (1,))
             self._acc_knobs = GridAccKnobs(d.dtype.short)
         self._template, self._knobs = (self._scatter or self._runs or self._general)[:2]
+        self._pool = None
+        if d.mode == "area":
+            # area is adaptive average pooling (torch computes it so): the pooling family's
+            # plans, whose kernels run the windows in Int32 and in runs of outputs
+            from ...plan import PlanPreference
+            from ..pooling.pool import (AdaptivePoolBackwardPlan, AdaptivePoolDescriptor,
+                                        AdaptivePoolPlan)
+
+            cls = AdaptivePoolBackwardPlan if self._backward else AdaptivePoolPlan
+            self._pool = cls.select(AdaptivePoolDescriptor(d.spatial, d.shape, d.out_spatial,
+                                                           "avg", d.dtype, d.layout),
+                                    PlanPreference(arch=self._arch))
+            self._template = self._pool._template
+            self._knobs = self._pool._knobs
         ct = float64 if d.dtype is float64 else float32
         atomics = self._scatter is not None
         pg = PrecisionGuarantee(math_precision=ct, accumulator=ct,
@@ -395,6 +410,12 @@ class _InterpBase(Plan):
 
     def _launch(self, bound, stream: int, ws) -> None:
         a, b = bound
+        if self._pool is not None:
+            from ..pooling.pool import PoolArgs, PoolBackwardArgs
+
+            self._pool.run(PoolBackwardArgs(a, b) if self._backward else PoolArgs(a, b),
+                           stream=stream)
+            return
         if self._scatter is not None and max(_max_offset(a), _max_offset(b)) < NARROW:
             self._launch_scatter(a, b, stream, ws)
             return

@@ -19,11 +19,11 @@ from ....blocks.gmem import gload, gmem_ptr, gstore
 from ....blocks.reduction_base import compute_type, element_type
 from ....blocks.image_index import decompose_ncdhw_auto as decompose
 from ..specs.interpolate import BW_GROUPS, InterpKnobs
-from .interp_common import (aa_filter, aa_span, area_window, element_index, example_scalars,
+from .interp_common import (aa_filter, aa_span, element_index, example_scalars,
                             fsel, imin, launcher, linear_taps, nearest_index, out_range, tap)
 
 
-#: candidates along the last dim whose weights the nearest / linear / area backward computes
+#: candidates along the last dim whose weights the nearest / linear backward computes
 #: once per thread (see the kernel)
 HOIST = 4
 
@@ -39,11 +39,6 @@ def _linear_w(o, i, I, s, align, sub, CT):
         idx, w = tap(first, Int64(j), I, w0, w1, w2, w3, CT)
         acc = acc + fsel((Int64(j) < cnt) & (idx == i), w, CT(0.0), CT)
     return acc
-
-
-def _area_w(o, i, I, O, CT):
-    st, cnt = area_window(o, I, O)
-    return fsel((i >= st) & (i < st + cnt), CT(1.0) / CT(cnt), CT(0.0), CT)
 
 
 def build(knobs: InterpKnobs):
@@ -104,9 +99,7 @@ def build(knobs: InterpKnobs):
         def weight(o, z, I, O, s, sub, align):
             if group == "nearest":
                 return _nearest_w(o, z, I, s, sub, CT)
-            if group == "linear":
-                return _linear_w(o, z, I, s, align, sub, CT)
-            return _area_w(o, z, I, O, CT)
+            return _linear_w(o, z, I, s, align, sub, CT)
 
         @cute.kernel
         def kernel(pdy: cute.Pointer, pdx: cute.Pointer, n: Int64, e, gs, xs, sc, fl, rs, lo,

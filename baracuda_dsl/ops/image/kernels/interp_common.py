@@ -16,7 +16,6 @@ passes torch's ``area_pixel_compute_scale`` / ``compute_scales_value``), output 
   span ``[max(int(center−support+0.5), 0), min(int(center+support+0.5), I))``, weights
   ``filter((j + xmin − center + 0.5)·(s >= 1 ? 1/s : 1))`` normalised by their sum (filter:
   triangle, or the cubic with a = −0.5);
-* area: adaptive average windows ``[floor(o·I/O), ceil((o+1)·I/O))``.
 
 Backward candidate range of input ``i`` along a dim: ``[floor((i + lo)·rs) − mg,
 floor((i + hi)·rs) + 1 + mg)`` clipped to ``[0, O)``, where the plan derives ``rs`` (1/s),
@@ -132,14 +131,6 @@ def aa_filter(j, xmc, inv, bicubic, FT):
     far = (((x - FT(5.0)) * x + FT(8.0)) * x - FT(4.0)) * a
     cub = fsel(x < FT(1.0), near, fsel(x < FT(2.0), far, FT(0.0), FT), FT)
     return fsel(bicubic != Int64(0), cub, tri, FT)
-
-
-def area_window(o, I, O):
-    """``(start, count)`` of output ``o``'s adaptive average window along one dim."""
-    one = Int64(1)
-    st = (o * I) // O
-    en = ((o + one) * I + O - one) // O
-    return st, en - st
 
 
 def out_range(i, O, rs, lo, hi, mg):

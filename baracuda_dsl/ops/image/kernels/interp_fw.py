@@ -3,7 +3,7 @@ problems padded in front with size-1 dims), any input strides, output strides gi
 
 Separable: ``y[o] = Σ_a wd_a · Σ_b wh_b · Σ_c ww_c · x[zd_a, zh_b, zw_c]`` over each dim's taps
 (:mod:`.interp_common`): nearest — one tap; linear / cubic — 1, 2 or 4 border-clamped taps;
-aa — the normalised filter span; area — the adaptive window, the sum divided by its size.
+aa — the normalised filter span.
 Accumulation in f32 (f64 for f64); Int64 index math, the thread index decomposed with
 magic-number divisions when the index space is narrow (``dv``).
 """
@@ -18,7 +18,7 @@ from ....blocks.gmem import gload, gmem_ptr, gstore
 from ....blocks.reduction_base import compute_type, element_type
 from ....blocks.image_index import decompose_ncdhw_auto as decompose
 from ..specs.interpolate import FW_GROUPS, InterpKnobs
-from .interp_common import (aa_filter, aa_span, area_window, element_index, example_scalars,
+from .interp_common import (aa_filter, aa_span, element_index, example_scalars,
                             launcher, linear_taps, nearest_index, tap)
 
 
@@ -69,27 +69,6 @@ def build(knobs: InterpKnobs):
                         acc_h = acc_h + wh * acc_w
                     acc = acc + wd * acc_h
                 gstore(py, yoff, T(acc))
-
-    elif group == "area":
-        @cute.kernel
-        def kernel(px: cute.Pointer, py: cute.Pointer, n: Int64, e, xs, ys, sc, fl, dv):
-            _, C, Id, Ih, Iw, Od, Oh, Ow = e
-            sub, align, cl = fl
-            i = element_index()
-            if i < n:
-                b, c, od, oh, ow = decompose(i, C, Od, Oh, Ow, cl, dv)
-                base = b * xs[0] + c * xs[1]
-                yoff = b * ys[0] + c * ys[1] + od * ys[2] + oh * ys[3] + ow * ys[4]
-                fd, cd = area_window(od, Id, Od)
-                fh, ch = area_window(oh, Ih, Oh)
-                fw, cw = area_window(ow, Iw, Ow)
-                acc = CT(0.0)
-                for a in cutlass.range(cd):
-                    for bb in cutlass.range(ch):
-                        row = base + (fd + a) * xs[2] + (fh + bb) * xs[3]
-                        for cc in cutlass.range(cw):
-                            acc = acc + CT(gload(px, row + (fw + cc) * xs[4]))
-                gstore(py, yoff, T(acc / CT(cd * ch * cw)))
 
     elif group == "aa":
         @cute.kernel

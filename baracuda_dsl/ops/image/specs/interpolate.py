@@ -8,8 +8,9 @@ coordinate map of its mode group (run-time flags), so the SKUs differ only in:
 ``dtype``  element dtype: f32, f16, bf16, f64 (coordinate math and accumulation in f32 for the
            half types and f32, in f64 for f64; nearest's index map always in f32, like torch)
 ``group``  ``nearest`` (nearest / nearest-exact), ``linear`` (linear / bilinear / trilinear /
-           bicubic: 2 or 4 border-clamped taps a dim), ``area`` (adaptive average windows) or
-           ``aa`` (antialiased bilinear / bicubic: normalised separable filter spans)
+           bicubic: 2 or 4 border-clamped taps a dim) or ``aa`` (antialiased bilinear / bicubic:
+           normalised separable filter spans); ``area`` is adaptive average pooling, run by the
+           pooling family's kernels
 
 ``interp_fw``: one thread per output element.  ``interp_bw``: one thread per input element,
 gathering in a fixed order the gradients of the outputs whose taps reach it, each weighted by
@@ -31,7 +32,7 @@ from ....jit import KernelTemplate, LaunchGeometry, params, register
 
 THREADS = 256
 DTYPES = ("f32", "f16", "bf16", "f64")
-GROUPS = ("nearest", "linear", "area", "aa")
+GROUPS = ("nearest", "linear", "aa")      # area runs the pooling family's adaptive avg pool
 #: (kind, size) of the scalar parameter groups after the two pointers and ``n``, in ABI order
 #: (the last group, ``dv``: the magic pairs of the thread-index divisors C, E0, E1, E2 and the
 #: narrow flag — see ``blocks.image_index.decompose_ncdhw_auto``)
