@@ -1,0 +1,15 @@
+"""PyTorch adapters (issue 22, in progress): the library's Plans as ``torch.library`` custom ops
+(``torch.ops.baracuda.*``) with autograd and fake kernels — eager, autograd and
+``torch.compile(fullgraph=True)`` — and drop-in ``torch.nn`` modules.  Wired so far: RMSNorm and
+LayerNorm (forward and backward).  Needs torch >= 2.4; importing this package without torch is an
+ImportError naming the install."""
+
+import importlib.util
+
+if importlib.util.find_spec("torch") is None:               # pragma: no cover - depends on env
+    raise ImportError("baracuda_dsl.torch needs PyTorch >= 2.4 (pip install torch)")
+
+from .modules import LayerNorm, RMSNorm
+from .norms import layer_norm, rms_norm
+
+__all__ = ["rms_norm", "layer_norm", "RMSNorm", "LayerNorm"]

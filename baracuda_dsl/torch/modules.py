@@ -1,0 +1,47 @@
+"""Drop-in ``torch.nn`` modules on the baracuda custom ops (parameters and ``forward``
+signatures as torch's)."""
+
+from __future__ import annotations
+
+import torch
+
+from .norms import layer_norm, rms_norm
+
+
+class RMSNorm(torch.nn.Module):
+    """``torch.nn.RMSNorm`` (``elementwise_affine`` → a weight of ``normalized_shape``, ones)."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(
+            normalized_shape)
+        self.normalized_shape = shape
+        self.eps = eps
+        self.weight = (torch.nn.Parameter(torch.ones(shape, device=device, dtype=dtype))
+                       if elementwise_affine else None)
+
+    def forward(self, x):
+        return rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+
+class LayerNorm(torch.nn.Module):
+    """``torch.nn.LayerNorm`` (weight ones, bias zeros when ``elementwise_affine``)."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(
+            normalized_shape)
+        self.normalized_shape = shape
+        self.eps = eps
+        kw = dict(device=device, dtype=dtype)
+        self.weight = torch.nn.Parameter(torch.ones(shape, **kw)) if elementwise_affine else None
+        self.bias = (torch.nn.Parameter(torch.zeros(shape, **kw))
+                     if elementwise_affine and bias else None)
+
+    def forward(self, x):
+        return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+
+__all__ = ["RMSNorm", "LayerNorm"]
