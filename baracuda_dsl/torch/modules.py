@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from .norms import layer_norm, rms_norm
+from .softmax import cross_entropy
 
 
 class RMSNorm(torch.nn.Module):
@@ -44,4 +45,19 @@ class LayerNorm(torch.nn.Module):
         return layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
-__all__ = ["RMSNorm", "LayerNorm"]
+class CrossEntropyLoss(torch.nn.Module):
+    """``torch.nn.CrossEntropyLoss`` for (n, c) logits and (n,) class indices."""
+
+    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean",
+                 label_smoothing: float = 0.0):
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.ignore_index, self.reduction = ignore_index, reduction
+        self.label_smoothing = label_smoothing
+
+    def forward(self, logits, target):
+        return cross_entropy(logits, target, self.weight, self.ignore_index, self.reduction,
+                             self.label_smoothing)
+
+
+__all__ = ["RMSNorm", "LayerNorm", "CrossEntropyLoss"]
