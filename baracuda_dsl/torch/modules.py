@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from .linear import linear
 from .norms import layer_norm, rms_norm
 from .softmax import cross_entropy
 
@@ -60,4 +61,12 @@ class CrossEntropyLoss(torch.nn.Module):
                              self.label_smoothing)
 
 
-__all__ = ["RMSNorm", "LayerNorm", "CrossEntropyLoss"]
+class Linear(torch.nn.Linear):
+    """``torch.nn.Linear`` (same parameters and initialisation) whose forward is the baracuda
+    GEMM."""
+
+    def forward(self, x):
+        return linear(x, self.weight, self.bias)
+
+
+__all__ = ["RMSNorm", "LayerNorm", "CrossEntropyLoss", "Linear"]
