@@ -131,3 +131,10 @@ def image_inputs(torch, shape, dtype, gen):
     yield "strided", base[..., 1::2]
     cl = rand(torch, (shape[0],) + tuple(shape[2:]) + (shape[1],), dtype, gen)
     yield "channels_last", cl.movedim(-1, 1)
+
+
+def randn(torch, shape, dtype, gen, scale=1.0):
+    """Standard normal values (times ``scale``) drawn in float64 with ``gen`` and rounded to
+    ``dtype`` (a name), on the GPU."""
+    return (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float64) * scale).to(
+        getattr(torch, dtype))

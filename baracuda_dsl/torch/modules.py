@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from .layers import embedding, swiglu
 from .linear import linear
 from .norms import layer_norm, rms_norm
 from .softmax import cross_entropy
@@ -69,4 +70,30 @@ class Linear(torch.nn.Linear):
         return linear(x, self.weight, self.bias)
 
 
-__all__ = ["RMSNorm", "LayerNorm", "CrossEntropyLoss", "Linear"]
+class Embedding(torch.nn.Embedding):
+    """``torch.nn.Embedding`` (same parameters and initialisation; max_norm / sparse are not
+    wired) whose forward and backward are the baracuda kernels."""
+
+    def forward(self, ids):
+        if self.max_norm is not None or self.sparse:
+            raise NotImplementedError("baracuda_dsl.torch.Embedding: max_norm and sparse are "
+                                      "not wired; wired: the dense lookup with padding_idx")
+        return embedding(ids, self.weight, self.padding_idx)
+
+
+class SwiGLU(torch.nn.Module):
+    """The Llama MLP: ``down(silu(gate(x)) · up(x))`` with bias-free projections
+    (``dim`` → ``hidden`` → ``dim``), on the baracuda GEMM and gate kernels."""
+
+    def __init__(self, dim: int, hidden: int, device=None, dtype=None):
+        super().__init__()
+        kw = dict(bias=False, device=device, dtype=dtype)
+        self.gate = Linear(dim, hidden, **kw)
+        self.up = Linear(dim, hidden, **kw)
+        self.down = Linear(hidden, dim, **kw)
+
+    def forward(self, x):
+        return self.down(swiglu(self.gate(x), self.up(x)))
+
+
+__all__ = ["RMSNorm", "LayerNorm", "CrossEntropyLoss", "Linear", "Embedding", "SwiGLU"]

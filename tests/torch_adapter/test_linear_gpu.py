@@ -4,16 +4,13 @@ RMSNorm / cross-entropy model under torch.compile(fullgraph=True) against torch'
 
 import pytest
 
-from _gpu_helpers import assert_terms_close
+from _gpu_helpers import assert_terms_close, randn
 
 pytestmark = pytest.mark.gpu
 
 DTYPES = ["float32", "bfloat16", "float16", "float64"]
 
 
-def _rand(torch, shape, dtype, gen, scale=1.0):
-    return (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float64) * scale).to(
-        getattr(torch, dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -25,10 +22,10 @@ def test_linear_matches_torch(dtype):
     gen = torch.Generator(device="cuda").manual_seed(1)
     for lead, n_in, n_out, has_bias in (((4, 9), 64, 96, True), ((33,), 40, 24, False),
                                         ((2, 3, 5), 128, 256, True), ((0,), 16, 8, True)):
-        x = _rand(torch, lead + (n_in,), dtype, gen).requires_grad_(True)
-        w = _rand(torch, (n_out, n_in), dtype, gen, n_in ** -0.5).requires_grad_(True)
-        b = _rand(torch, (n_out,), dtype, gen).requires_grad_(True) if has_bias else None
-        dy = _rand(torch, lead + (n_out,), dtype, gen)
+        x = randn(torch, lead + (n_in,), dtype, gen).requires_grad_(True)
+        w = randn(torch, (n_out, n_in), dtype, gen, n_in ** -0.5).requires_grad_(True)
+        b = randn(torch, (n_out,), dtype, gen).requires_grad_(True) if has_bias else None
+        dy = randn(torch, lead + (n_out,), dtype, gen)
         xd = x.detach().double().requires_grad_(True)
         wd = w.detach().double().requires_grad_(True)
         bd_ = b.detach().double().requires_grad_(True) if has_bias else None
@@ -58,15 +55,15 @@ def test_gradcheck_and_opcheck():
     import baracuda_dsl.torch as bt
 
     gen = torch.Generator(device="cuda").manual_seed(2)
-    x = _rand(torch, (3, 8), "float64", gen).requires_grad_(True)
-    w = _rand(torch, (5, 8), "float64", gen).requires_grad_(True)
-    b = _rand(torch, (5,), "float64", gen).requires_grad_(True)
+    x = randn(torch, (3, 8), "float64", gen).requires_grad_(True)
+    w = randn(torch, (5, 8), "float64", gen).requires_grad_(True)
+    b = randn(torch, (5,), "float64", gen).requires_grad_(True)
     assert torch.autograd.gradcheck(bt.linear, (x, w, b))
     assert torch.autograd.gradcheck(lambda a, c: bt.linear(a, c), (x, w))
     for dtype in ("float32", "bfloat16"):
-        a = _rand(torch, (2, 6, 32), dtype, gen).requires_grad_(True)
-        c = _rand(torch, (48, 32), dtype, gen).requires_grad_(True)
-        d = _rand(torch, (48,), dtype, gen).requires_grad_(True)
+        a = randn(torch, (2, 6, 32), dtype, gen).requires_grad_(True)
+        c = randn(torch, (48, 32), dtype, gen).requires_grad_(True)
+        d = randn(torch, (48,), dtype, gen).requires_grad_(True)
         torch.library.opcheck(torch.ops.baracuda.linear.default, (a, c, d))
         torch.library.opcheck(torch.ops.baracuda.linear.default, (a, c, None))
 

@@ -5,7 +5,7 @@ torch.compile(fullgraph=True)."""
 
 import pytest
 
-from _gpu_helpers import assert_terms_close
+from _gpu_helpers import assert_terms_close, randn
 
 pytestmark = pytest.mark.gpu
 
@@ -13,9 +13,6 @@ DTYPES = ["float32", "bfloat16", "float16", "float64"]
 SHAPES = [((4, 7, 64), 1), ((3, 5, 2, 48), 2), ((1, 1000), 1), ((0, 32), 1)]
 
 
-def _rand(torch, shape, dtype, gen, scale=1.0):
-    return (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float64) * scale).to(
-        getattr(torch, dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -28,10 +25,10 @@ def test_matches_torch_forward_and_backward(dtype, kind):
     gen = torch.Generator(device="cuda").manual_seed(1)
     for shape, k in SHAPES:
         ns = shape[len(shape) - k:]
-        x = _rand(torch, shape, dtype, gen).requires_grad_(True)
-        w = (1 + 0.1 * _rand(torch, ns, dtype, gen)).requires_grad_(True)
-        b = _rand(torch, ns, dtype, gen).requires_grad_(True)
-        dy = _rand(torch, shape, dtype, gen)
+        x = randn(torch, shape, dtype, gen).requires_grad_(True)
+        w = (1 + 0.1 * randn(torch, ns, dtype, gen)).requires_grad_(True)
+        b = randn(torch, ns, dtype, gen).requires_grad_(True)
+        dy = randn(torch, shape, dtype, gen)
         xd, wd, bd_ = (t.detach().double().requires_grad_(True) for t in (x, w, b))
         if kind == "rms":
             y = bt.rms_norm(x, ns, w, 1e-6)
@@ -66,9 +63,9 @@ def test_gradcheck_float64():
     import baracuda_dsl.torch as bt
 
     gen = torch.Generator(device="cuda").manual_seed(2)
-    x = _rand(torch, (3, 16), "float64", gen).requires_grad_(True)
-    w = _rand(torch, (16,), "float64", gen).requires_grad_(True)
-    b = _rand(torch, (16,), "float64", gen).requires_grad_(True)
+    x = randn(torch, (3, 16), "float64", gen).requires_grad_(True)
+    w = randn(torch, (16,), "float64", gen).requires_grad_(True)
+    b = randn(torch, (16,), "float64", gen).requires_grad_(True)
     assert torch.autograd.gradcheck(lambda a, c: bt.rms_norm(a, 16, c, 1e-6), (x, w))
     assert torch.autograd.gradcheck(lambda a, c, d: bt.layer_norm(a, 16, c, d), (x, w, b))
     assert torch.autograd.gradcheck(lambda a: bt.rms_norm(a, 16, None, 1e-6), (x,))
@@ -82,9 +79,9 @@ def test_opcheck():
 
     gen = torch.Generator(device="cuda").manual_seed(3)
     for dtype in ("float32", "bfloat16"):
-        x = _rand(torch, (4, 3, 32), dtype, gen).requires_grad_(True)
-        w = _rand(torch, (32,), dtype, gen).requires_grad_(True)
-        b = _rand(torch, (32,), dtype, gen).requires_grad_(True)
+        x = randn(torch, (4, 3, 32), dtype, gen).requires_grad_(True)
+        w = randn(torch, (32,), dtype, gen).requires_grad_(True)
+        b = randn(torch, (32,), dtype, gen).requires_grad_(True)
         torch.library.opcheck(torch.ops.baracuda.rms_norm.default, (x, w, 1, 1e-6))
         torch.library.opcheck(torch.ops.baracuda.rms_norm.default, (x, None, 1, 1e-6))
         torch.library.opcheck(torch.ops.baracuda.layer_norm.default, (x, w, b, 1, 1e-5))

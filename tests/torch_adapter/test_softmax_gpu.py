@@ -4,16 +4,13 @@ torch.library.opcheck, the CrossEntropyLoss module under torch.compile(fullgraph
 
 import pytest
 
-from _gpu_helpers import assert_terms_close
+from _gpu_helpers import assert_terms_close, randn
 
 pytestmark = pytest.mark.gpu
 
 DTYPES = ["float32", "bfloat16", "float16", "float64"]
 
 
-def _rand(torch, shape, dtype, gen, scale=1.0):
-    return (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float64) * scale).to(
-        getattr(torch, dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -24,8 +21,8 @@ def test_softmax_matches_torch(dtype, log):
 
     gen = torch.Generator(device="cuda").manual_seed(1)
     for shape, dim in (((4, 7, 130), -1), ((5, 33), 0), ((3, 1000), 1), ((2, 6, 9), 1)):
-        x = _rand(torch, shape, dtype, gen, 3.0).requires_grad_(True)
-        dy = _rand(torch, shape, dtype, gen)
+        x = randn(torch, shape, dtype, gen, 3.0).requires_grad_(True)
+        dy = randn(torch, shape, dtype, gen)
         xd = x.detach().double().requires_grad_(True)
         fn = bt.log_softmax if log else bt.softmax
         ref = torch.log_softmax if log else torch.softmax
@@ -60,7 +57,7 @@ def test_cross_entropy_matches_torch(dtype, reduction):
     gen = torch.Generator(device="cuda").manual_seed(2)
     for n, c, smooth, weighted in ((64, 1000, 0.0, False), (37, 129, 0.1, True),
                                    (8, 32000, 0.0, False)):
-        logits = _rand(torch, (n, c), dtype, gen, 2.0).requires_grad_(True)
+        logits = randn(torch, (n, c), dtype, gen, 2.0).requires_grad_(True)
         target = torch.randint(0, c, (n,), generator=gen, device="cuda")
         target[1] = -100                                        # ignored
         w = (torch.rand((c,), generator=gen, device="cuda", dtype=torch.float64) + 0.5).to(
@@ -69,7 +66,7 @@ def test_cross_entropy_matches_torch(dtype, reduction):
         loss = bt.cross_entropy(logits, target, w, -100, reduction, smooth)
         ref = F.cross_entropy(ld, target, None if w is None else w.double(), ignore_index=-100,
                               reduction=reduction, label_smoothing=smooth)
-        g = _rand(torch, tuple(ref.shape), dtype, gen) if reduction == "none" else None
+        g = randn(torch, tuple(ref.shape), dtype, gen) if reduction == "none" else None
         (loss * (g if g is not None else 1)).sum().backward()
         (ref * (g.double() if g is not None else 1)).sum().backward()
         what = f"ce {dtype} {reduction} n{n} c{c}"
@@ -87,13 +84,13 @@ def test_gradcheck_and_opcheck():
     import baracuda_dsl.torch as bt
 
     gen = torch.Generator(device="cuda").manual_seed(3)
-    x = _rand(torch, (3, 11), "float64", gen).requires_grad_(True)
+    x = randn(torch, (3, 11), "float64", gen).requires_grad_(True)
     assert torch.autograd.gradcheck(lambda a: bt.softmax(a, -1), (x,))
     assert torch.autograd.gradcheck(lambda a: bt.log_softmax(a, 0), (x,))
     t = torch.tensor([1, 4, 10], device="cuda")
     assert torch.autograd.gradcheck(lambda a: bt.cross_entropy(a, t, label_smoothing=0.1), (x,))
     for dtype in ("float32", "bfloat16"):
-        a = _rand(torch, (6, 40), dtype, gen).requires_grad_(True)
+        a = randn(torch, (6, 40), dtype, gen).requires_grad_(True)
         torch.library.opcheck(torch.ops.baracuda.softmax.default, (a, False))
         torch.library.opcheck(torch.ops.baracuda.softmax.default, (a, True))
         tt = torch.randint(0, 40, (6,), generator=gen, device="cuda")
