@@ -157,3 +157,16 @@ def test_family_exports_resolve(fam):
     mod = importlib.import_module(f"baracuda_dsl.ops.{fam}")
     for name in mod.__all__:
         assert getattr(bd, name) is getattr(mod, name), name
+
+
+def test_test_file_basenames_are_unique():
+    """Test directories have no ``__init__.py`` (pytest's rootdir-relative imports), so two test
+    files with one basename collide at collection: every basename appears once."""
+    tests = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    seen = {}
+    for dirpath, _, files in os.walk(tests):
+        for f in files:
+            if f.startswith("test_") and f.endswith(".py"):
+                seen.setdefault(f, []).append(os.path.relpath(os.path.join(dirpath, f), tests))
+    dup = {k: v for k, v in seen.items() if len(v) > 1}
+    assert not dup, f"test files sharing a basename: {dup}"
