@@ -277,6 +277,17 @@ def speed_table(res: dict, check: Callable) -> str:
                      "vs torch", "check"), body) + "\n"
 
 
+def ok_err(r: dict) -> str:
+    """A speed table's check column for a row with ``ok`` and a relative error ``err``."""
+    return ("ok" if r["ok"] else "FAIL") + f" {r['err']:.0e}"
+
+
+def copy_speed_markdown(res: dict) -> str:
+    """The run's copy ceiling (``res["copy_gbs"]``) over :func:`speed_table` with
+    :func:`ok_err` checks."""
+    return f"copy ceiling {res['copy_gbs']:.0f} GB/s\n\n" + speed_table(res, ok_err)
+
+
 def ms_line(r: dict) -> str:
     """The log line of a row of :func:`ms_table`: case, ms, torch ms, ok."""
     return f"{r['case']}: {r['ms']:.3f} ms (torch {r['torch_ms']:.3f}) ok={r['ok']}"

@@ -139,13 +139,8 @@ def run(out_dir=None, quick=False, log=print):
     return H.save_json(dict(rows=rows, copy_gbs=copy), out_dir, "bench_image.json")
 
 
-def markdown(res) -> str:
-    """The image table (harness.speed_table; check = ok / FAIL and the rel err)."""
-    return (f"copy ceiling {res['copy_gbs']:.0f} GB/s\n\n"
-            + H.speed_table(res, lambda r: ("ok" if r["ok"] else "FAIL") + f" {r['err']:.0e}"))
-
-
-SECTIONS = (H.Section("image", "Interpolate and grid_sample", run, markdown),)
+SECTIONS = (H.Section("image", "Interpolate and grid_sample", run,
+                      H.copy_speed_markdown),)
 
 
 def main(argv=None):

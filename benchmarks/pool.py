@@ -130,13 +130,7 @@ def run(out_dir=None, quick=False, log=print):
     return H.save_json(dict(rows=rows, copy_gbs=copy), out_dir, "bench_pool.json")
 
 
-def markdown(res) -> str:
-    """The pooling table (harness.speed_table; check = ok / FAIL and the rel err)."""
-    return (f"copy ceiling {res['copy_gbs']:.0f} GB/s\n\n"
-            + H.speed_table(res, lambda r: ("ok" if r["ok"] else "FAIL") + f" {r['err']:.0e}"))
-
-
-SECTIONS = (H.Section("pool", "Pooling", run, markdown),)
+SECTIONS = (H.Section("pool", "Pooling", run, H.copy_speed_markdown),)
 
 
 def main(argv=None):

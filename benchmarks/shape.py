@@ -235,7 +235,7 @@ def run_pad(out_dir=None, quick=False, log=print):
 
 def markdown_pad(res) -> str:
     """The pad table (harness.speed_table; check = ok / FAIL and the backward's rel err)."""
-    return H.speed_table(res, lambda r: ("ok" if r["ok"] else "FAIL") + f" {r['err']:.0e}")
+    return H.speed_table(res, H.ok_err)
 
 
 SECTIONS = (H.Section("layout", "Permute, concat, flip", run_layout, markdown_layout),

@@ -31,6 +31,14 @@ def fast_divisor(d: int) -> Tuple[int, int]:
     return (1 << s) // d + 1, s
 
 
+def index_span(*views) -> int:
+    """The largest element-offset span (highest − lowest offset touched, ``TensorView.
+    span_elements``) of ``views`` (None entries skipped): below :data:`NARROW`, every offset of
+    every view fits the Int32 index math of the narrow kernels."""
+    spans = [hi - lo for lo, hi in (v.span_elements() for v in views if v is not None)]
+    return max(spans, default=0)
+
+
 def magic_pairs(*divisors) -> Tuple[int, ...]:
     """The flat ``(m, s)`` pairs of ``divisors`` (values < 1 count as 1)."""
     return tuple(v for d in divisors for v in fast_divisor(max(int(d), 1)))

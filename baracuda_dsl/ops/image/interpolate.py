@@ -44,8 +44,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from ...common.spatial import (NARROW, check_dense_in, dense_strides, five_strides, magic_pairs,
-                               three)
+from ...common.spatial import (NARROW, check_dense_in, dense_strides, five_strides, index_span,
+                               magic_pairs, three)
 from ...dtypes import FP4, DType, float32, float64
 from ...errors import InvalidProblemError, MisalignedOperandError, UnsupportedError
 from ...jit import freeze_knobs
@@ -335,34 +335,7 @@ class _InterpBase(Plan):
         self._n = prod(d.shape) if self._backward else prod(d.out_shape)
         if -(-self._n // spec.THREADS) > _MAX_GRID:
             raise UnsupportedError(f"interpolate: {self._n} elements exceed the grid limit")
-        # one thread per element (interp_fw / interp_bw): the thread index's divisors (C and the
-        # decomposed extents) as magic pairs, and whether every index is below 2^31
-        dec = self._e[2:5] if self._backward else self._e[5:8]
-        self._general = (spec.INTERP_BW if self._backward else spec.INTERP_FW,
-                         InterpKnobs(d.dtype.short, d.group), self._n,
-                         magic_pairs(d.shape[1], *dec) + (1 if self._n < NARROW else 0,))
-        self._runs = None
-        narrow = max(prod(d.shape), prod(d.out_shape)) < NARROW
-        if not self._backward and d.group in ("nearest", "linear") and dec[2] >= spec.RUN \
-                and narrow:
-            # runs of RUN outputs along the last dim per thread, Int32 index math
-            # (interp_fw_runs; operands whose strides reach 2^31 take the general kernel)
-            og = -(-dec[2] // spec.RUN)
-            self._runs = (spec.INTERP_FW_RUNS, InterpKnobs(
-                d.dtype.short, "cubic" if d.mode == "bicubic" else d.group),
-                prod(d.out_shape[:-1]) * og, magic_pairs(d.shape[1], *dec[:2], og) + (1,))
-        self._scatter = None
-        tuning = self.pref.tuning_for(InterpolateTuning)
-        if self._backward and not tuning.deterministic and d.group in ("nearest", "linear") \
-                and narrow and dec[2] >= 1:
-            og = -(-self._e[7] // spec.RUN)
-            self._scatter = (spec.INTERP_BW_SCATTER, InterpKnobs(
-                d.dtype.short, "cubic" if d.mode == "bicubic" else d.group),
-                prod(d.out_shape[:-1]) * og,
-                magic_pairs(d.shape[1], *self._e[5:7], og) + (1,))
-            self._acc_knobs = GridAccKnobs(d.dtype.short)
-        self._template, self._knobs = (self._scatter or self._runs or self._general)[:2]
-        self._pool = None
+        self._pool = self._general = self._runs = self._scatter = None
         if d.mode == "area":
             # area is adaptive average pooling (torch computes it so): the pooling family's
             # plans, whose kernels run the windows in Int32 and in runs of outputs
@@ -374,8 +347,12 @@ class _InterpBase(Plan):
             self._pool = cls.select(AdaptivePoolDescriptor(d.spatial, d.shape, d.out_spatial,
                                                            "avg", d.dtype, d.layout),
                                     PlanPreference(arch=self._arch))
-            self._template = self._pool._template
-            self._knobs = self._pool._knobs
+            pool_sku = self._pool.sku()
+            sku_template, sku_knobs = pool_sku.template, pool_sku.knobs
+        else:
+            self._routes()
+            template, knobs = (self._scatter or self._runs or self._general)[:2]
+            sku_template, sku_knobs = template.name, freeze_knobs(knobs)
         ct = float64 if d.dtype is float64 else float32
         atomics = self._scatter is not None
         pg = PrecisionGuarantee(math_precision=ct, accumulator=ct,
@@ -384,8 +361,31 @@ class _InterpBase(Plan):
         name = "interpolate_" + d.mode.replace("-", "_") + ("_aa" if d.antialias else "") + (
             "_backward" if self._backward else "")
         self._sku = KernelSku(OpCategory.IMAGE, name, d.dtype, self._arch, BackendKind.CUTE_DSL,
-                              pg, layout=d.layout, template=self._template.name,
-                              knobs=freeze_knobs(self._knobs))
+                              pg, layout=d.layout, template=sku_template, knobs=sku_knobs)
+
+    def _routes(self) -> None:
+        """The kernel launches this problem may take, each (template, knobs, threads, dv):
+        ``_general`` (one thread per element; ``dv`` = the magic pairs of the thread index's
+        divisors and whether every index is below 2^31), ``_runs`` (forward runs of RUN outputs,
+        Int32) and ``_scatter`` (the atomic backward on request); None where they don't apply."""
+        d = self.desc
+        dec = self._e[2:5] if self._backward else self._e[5:8]
+        self._general = (spec.INTERP_BW if self._backward else spec.INTERP_FW,
+                         InterpKnobs(d.dtype.short, d.group), self._n,
+                         magic_pairs(d.shape[1], *dec) + (1 if self._n < NARROW else 0,))
+        if max(prod(d.shape), prod(d.out_shape)) >= NARROW or d.group not in ("nearest",
+                                                                               "linear"):
+            return
+        # the runs / scatter kernels index in Int32 over runs of RUN outputs along the last dim
+        # (operands whose strides reach 2^31 take the general kernel at run time)
+        og = -(-self._e[7] // spec.RUN)
+        route = (InterpKnobs(d.dtype.short, "cubic" if d.mode == "bicubic" else d.group),
+                 prod(d.out_shape[:-1]) * og, magic_pairs(d.shape[1], *self._e[5:7], og) + (1,))
+        if not self._backward and self._e[7] >= spec.RUN:
+            self._runs = (spec.INTERP_FW_RUNS,) + route
+        if self._backward and not self.pref.tuning_for(InterpolateTuning).deterministic:
+            self._scatter = (spec.INTERP_BW_SCATTER,) + route
+            self._acc_knobs = GridAccKnobs(d.dtype.short)
 
     def is_empty(self) -> bool:
         return self._n == 0
@@ -416,11 +416,11 @@ class _InterpBase(Plan):
             self._pool.run(PoolBackwardArgs(a, b) if self._backward else PoolArgs(a, b),
                            stream=stream)
             return
-        if self._scatter is not None and max(_max_offset(a), _max_offset(b)) < NARROW:
+        if self._scatter is not None and index_span(a, b) < NARROW:
             self._launch_scatter(a, b, stream, ws)
             return
         choice = self._general
-        if self._runs is not None and max(_max_offset(a), _max_offset(b)) < NARROW:
+        if self._runs is not None and index_span(a, b) < NARROW:
             choice = self._runs
         template, knobs, threads, dv = choice
         kern = self._kernel(template, knobs, b.device)
@@ -454,10 +454,6 @@ class _InterpBase(Plan):
                      *self._sc, *self._fl, *dv], stream)
         if acc != dx.ptr:
             acc_kern.launch(blocks, [acc, dx.ptr, numel, *e5, *accs, *ds, 1], stream)
-
-
-def _max_offset(v) -> int:
-    return sum((n - 1) * abs(st) for n, st in zip(v.shape, v.strides) if n > 0)
 
 
 class InterpolatePlan(_InterpBase):

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from ...common.spatial import (NARROW, check_dense_in, check_image_desc, dense_strides,
-                               five_strides, magic_pairs, spatial_ints, three)
+                               five_strides, index_span, magic_pairs, spatial_ints, three)
 from ...dtypes import DType, float32, float64, int64
 from ...errors import InvalidProblemError, UnsupportedError
 from ...jit import freeze_knobs
@@ -61,13 +61,6 @@ _MAX_GRID = 2**31 - 1
 
 
 # ------------------------------------------------------------------------------ host math
-_NARROW = NARROW
-_magic = magic_pairs
-
-
-def _max_offset(v) -> int:
-    return sum((n - 1) * abs(st) for n, st in zip(v.shape, v.strides) if n > 0)
-
 def pool_output_size(n: int, k: int, s: int, p: int, d: int = 1, ceil_mode: bool = False) -> int:
     """torch's pooling output extent of a dim of extent ``n`` (kernel ``k``, stride ``s``,
     padding ``p``, dilation ``d``); may be <= 0 (the descriptors reject that)."""
@@ -252,10 +245,10 @@ class _PoolBase(Plan):
         # index-math divisors: the decomposed extents (C, E0, E1, E2), and per dim its
         # dilation, output extent, stride and input extent
         self._dec = self._e[2:5] if self._backward else self._e[5:8]
-        self._wm = tuple(v for k in range(3) for v in _magic(self._w[9 + k], o3[k],
+        self._wm = tuple(v for k in range(3) for v in magic_pairs(self._w[9 + k], o3[k],
                                                              self._w[3 + k], e3[k]))
         products = [o * i + o + i for o, i in zip(o3, e3)]
-        self._wide = max([self._n, prod(d.shape), prod(d.out_shape)] + products) >= _NARROW
+        self._wide = max([self._n, prod(d.shape), prod(d.out_shape)] + products) >= NARROW
         runs = spec.OUTPUTS_PER_THREAD
         if not self._backward and not self._wide and self._e[7] >= runs:
             self._template = spec.POOL_FW_RUNS
@@ -301,16 +294,16 @@ class _PoolBase(Plan):
         ``spec.outputs_per_thread(knobs)`` outputs along the last spatial dim."""
         d = self.desc
         if self._backward:
-            return self._n, _magic(d.shape[1], *self._dec)
+            return self._n, magic_pairs(d.shape[1], *self._dec)
         v = spec.outputs_per_thread(knobs)
         od, oh, ow = self._dec
         og = -(-ow // v)
-        return prod(d.out_shape[:2]) * od * oh * og, _magic(d.shape[1], od, oh, og)
+        return prod(d.out_shape[:2]) * od * oh * og, magic_pairs(d.shape[1], od, oh, og)
 
     def _launch(self, bound, stream: int, ws) -> None:
         a, b, idx = bound
         knobs, template = self._knobs, self._template
-        if not knobs.wide and max(_max_offset(v) for v in bound if v is not None) >= _NARROW:
+        if not knobs.wide and index_span(*bound) >= NARROW:
             knobs = PoolKnobs(knobs.dtype, knobs.op, True)   # strides reach past Int32
             template = spec.POOL_BW if self._backward else spec.POOL_FW
         kern = self._kernel(template, knobs, b.device)
