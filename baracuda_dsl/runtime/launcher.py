@@ -154,6 +154,9 @@ class KernelCall:
         """This thread's (parameter buffer, void** address), made from the template once."""
         abi = tuple(Param(n, k) for n, k in self.kernel.artifact.meta["params"])
         _offs, pack = layout(abi)
-        pack._buf[pack._base:pack._base + len(self._tmpl)] = self._tmpl
+        # the parameter bytes only: this pack's alignment offset (``_base``) may differ from
+        # the template's, so the template's trailing slack may not fit after it
+        n = pack._fmt.size
+        pack._buf[pack._base:pack._base + n] = self._tmpl[:n]
         buf = self._local.buf = (memoryview(pack._buf)[pack._base:], pack.address, pack)
         return buf

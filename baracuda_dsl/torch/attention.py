@@ -29,9 +29,8 @@ def _desc(cls, q: Tensor, k: Tensor, causal: bool, scale: Optional[float]):
                align="top_left", scale=None if scale is None else float(scale))
 
 
-@torch.library.custom_op("baracuda::flash_attention", mutates_args=())
-def flash_attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool,
-                       scale: Optional[float]) -> Tuple[Tensor, Tensor]:
+def _fa_fw(q: Tensor, k: Tensor, v: Tensor, causal: bool,
+           scale: Optional[float]) -> Tuple[Tensor, Tensor]:
     """(out, lse) of attention over (B, S, H, D) tensors."""
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty_like(q)
@@ -41,16 +40,13 @@ def flash_attention_op(q: Tensor, k: Tensor, v: Tensor, causal: bool,
     return out, lse
 
 
-@flash_attention_op.register_fake
-def _(q, k, v, causal, scale):
+def _fa_fw_fake(q, k, v, causal, scale):
     return (torch.empty_like(q, memory_format=torch.contiguous_format),
             q.new_empty((q.shape[0], q.shape[2], q.shape[1]), dtype=torch.float32))
 
 
-@torch.library.custom_op("baracuda::flash_attention_backward", mutates_args=())
-def flash_attention_backward_op(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor,
-                                lse: Tensor, causal: bool,
-                                scale: Optional[float]) -> Tuple[Tensor, Tensor, Tensor]:
+def _fa_bw(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, out: Tensor, lse: Tensor,
+           causal: bool, scale: Optional[float]) -> Tuple[Tensor, Tensor, Tensor]:
     """(dq, dk, dv) of :func:`flash_attention_op`."""
     dout, q, k, v, out = (t.contiguous() for t in (dout, q, k, v, out))
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
@@ -60,8 +56,7 @@ def flash_attention_backward_op(dout: Tensor, q: Tensor, k: Tensor, v: Tensor, o
     return dq, dk, dv
 
 
-@flash_attention_backward_op.register_fake
-def _(dout, q, k, v, out, lse, causal, scale):
+def _fa_bw_fake(dout, q, k, v, out, lse, causal, scale):
     return tuple(torch.empty_like(t, memory_format=torch.contiguous_format) for t in (q, k, v))
 
 
@@ -71,19 +66,20 @@ def _fa_setup(ctx, inputs, output):
     ctx.causal, ctx.scale = causal, scale
 
 
-def _fa_backward(ctx, dout, _dlse):
+def _fa_backward(ctx, bw, dout, _dlse):
     q, k, v, out, lse = ctx.saved_tensors
-    dq, dk, dv = flash_attention_backward_op(dout, q, k, v, out, lse, ctx.causal, ctx.scale)
+    dq, dk, dv = bw(dout, q, k, v, out, lse, ctx.causal, ctx.scale)
     return dq, dk, dv, None, None
 
 
-flash_attention_op.register_autograd(_fa_backward, setup_context=_fa_setup)
+_flash_attention, flash_attention_op, flash_attention_backward_op = _core.autograd_pair(
+    "flash_attention", _fa_fw, _fa_fw_fake, _fa_bw, _fa_bw_fake, _fa_setup, _fa_backward)
 
 
 def flash_attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False,
                     scale: Optional[float] = None) -> Tensor:
     """Attention output of (B, S, H, D) q / k / v (GQA when k / v have fewer heads)."""
-    return flash_attention_op(q, k, v, causal, scale)[0]
+    return _flash_attention(q, k, v, causal, scale)[0]
 
 
 __all__ = ["flash_attention", "flash_attention_op", "flash_attention_backward_op"]

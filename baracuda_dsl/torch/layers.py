@@ -37,8 +37,7 @@ def _emb_desc(weight: Tensor, ids: Tensor, padding_idx: Optional[int]) -> Embedd
 
 
 # ---------------------------------------------------------------------------------- embedding
-@torch.library.custom_op("baracuda::embedding", mutates_args=())
-def embedding_op(weight: Tensor, ids: Tensor, padding_idx: Optional[int]) -> Tensor:
+def _emb_fw(weight: Tensor, ids: Tensor, padding_idx: Optional[int]) -> Tensor:
     """``weight[ids]`` of shape ``ids.shape + (D,)``."""
     flat = ids.reshape(-1).contiguous()
     out = weight.new_empty((flat.numel(), weight.shape[1]))
@@ -50,14 +49,12 @@ def embedding_op(weight: Tensor, ids: Tensor, padding_idx: Optional[int]) -> Ten
     return out.reshape(tuple(ids.shape) + (weight.shape[1],))
 
 
-@embedding_op.register_fake
-def _(weight, ids, padding_idx):
+def _emb_fw_fake(weight, ids, padding_idx):
     return weight.new_empty(tuple(ids.shape) + (weight.shape[1],))
 
 
-@torch.library.custom_op("baracuda::embedding_backward", mutates_args=())
-def embedding_backward_op(dy: Tensor, ids: Tensor, num_embeddings: int,
-                          padding_idx: Optional[int]) -> Tensor:
+def _emb_bw(dy: Tensor, ids: Tensor, num_embeddings: int,
+            padding_idx: Optional[int]) -> Tensor:
     """dweight (V, D): the rows of dy summed per id (deterministic)."""
     d = dy.shape[-1]
     flat = ids.reshape(-1).contiguous()
@@ -74,8 +71,7 @@ def embedding_backward_op(dy: Tensor, ids: Tensor, num_embeddings: int,
     return dw
 
 
-@embedding_backward_op.register_fake
-def _(dy, ids, num_embeddings, padding_idx):
+def _emb_bw_fake(dy, ids, num_embeddings, padding_idx):
     return dy.new_empty((num_embeddings, dy.shape[-1]))
 
 
@@ -86,24 +82,24 @@ def _emb_setup(ctx, inputs, output):
     ctx.padding_idx = padding_idx
 
 
-def _emb_backward(ctx, dy):
+def _emb_backward(ctx, bw, dy):
     (ids,) = ctx.saved_tensors
-    return (embedding_backward_op(dy, ids, ctx.num_embeddings, ctx.padding_idx), None, None)
+    return bw(dy, ids, ctx.num_embeddings, ctx.padding_idx), None, None
 
 
-embedding_op.register_autograd(_emb_backward, setup_context=_emb_setup)
+_embedding, embedding_op, embedding_backward_op = _core.autograd_pair(
+    "embedding", _emb_fw, _emb_fw_fake, _emb_bw, _emb_bw_fake, _emb_setup, _emb_backward)
 
 
 def embedding(ids: Tensor, weight: Tensor, padding_idx: Optional[int] = None) -> Tensor:
     """``torch.nn.functional.embedding(ids, weight, padding_idx)`` on the baracuda kernels."""
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
-    return embedding_op(weight, ids, padding_idx)
+    return _embedding(weight, ids, padding_idx)
 
 
 # ------------------------------------------------------------------------------------ swiglu
-@torch.library.custom_op("baracuda::swiglu", mutates_args=())
-def swiglu_op(gate: Tensor, up: Tensor) -> Tensor:
+def _sw_fw(gate: Tensor, up: Tensor) -> Tensor:
     """``silu(gate) · up`` (same shapes)."""
     gate, up = gate.contiguous(), up.contiguous()
     y = torch.empty_like(gate)
@@ -115,13 +111,11 @@ def swiglu_op(gate: Tensor, up: Tensor) -> Tensor:
     return y
 
 
-@swiglu_op.register_fake
-def _(gate, up):
+def _sw_fw_fake(gate, up):
     return torch.empty_like(gate, memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op("baracuda::swiglu_backward", mutates_args=())
-def swiglu_backward_op(dy: Tensor, gate: Tensor, up: Tensor) -> Tuple[Tensor, Tensor]:
+def _sw_bw(dy: Tensor, gate: Tensor, up: Tensor) -> Tuple[Tensor, Tensor]:
     """(dgate, dup) of :func:`swiglu_op`."""
     dy, gate, up = dy.contiguous(), gate.contiguous(), up.contiguous()
     dg, du = torch.empty_like(gate), torch.empty_like(up)
@@ -133,8 +127,7 @@ def swiglu_backward_op(dy: Tensor, gate: Tensor, up: Tensor) -> Tuple[Tensor, Te
     return dg, du
 
 
-@swiglu_backward_op.register_fake
-def _(dy, gate, up):
+def _sw_bw_fake(dy, gate, up):
     return (torch.empty_like(gate, memory_format=torch.contiguous_format),
             torch.empty_like(up, memory_format=torch.contiguous_format))
 
@@ -143,17 +136,18 @@ def _sw_setup(ctx, inputs, output):
     ctx.save_for_backward(*inputs)
 
 
-def _sw_backward(ctx, dy):
+def _sw_backward(ctx, bw, dy):
     gate, up = ctx.saved_tensors
-    return swiglu_backward_op(dy, gate, up)
+    return bw(dy, gate, up)
 
 
-swiglu_op.register_autograd(_sw_backward, setup_context=_sw_setup)
+_swiglu, swiglu_op, swiglu_backward_op = _core.autograd_pair(
+    "swiglu", _sw_fw, _sw_fw_fake, _sw_bw, _sw_bw_fake, _sw_setup, _sw_backward)
 
 
 def swiglu(gate: Tensor, up: Tensor) -> Tensor:
     """``F.silu(gate) * up`` on one baracuda kernel (and one for its backward)."""
-    return swiglu_op(gate, up)
+    return _swiglu(gate, up)
 
 
 __all__ = ["embedding", "swiglu", "embedding_op", "embedding_backward_op", "swiglu_op",

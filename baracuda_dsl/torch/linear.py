@@ -29,13 +29,13 @@ def _gemm(a: Tensor, b: Tensor, c: Tensor, bias: Optional[Tensor] = None) -> Non
         if bias is not None:
             c.add_(bias)
         return
-    p = _core.plan(GemmPlan, GemmDescriptor(int(m), int(n), int(k), a.dtype,
-                                            epilogue="bias" if bias is not None else "identity"))
+    epi = "bias" if bias is not None else "identity"
+    p = _core.plan_by_key(("gemm", m, n, k, a.dtype, epi), GemmPlan,
+                          lambda: GemmDescriptor(int(m), int(n), int(k), a.dtype, epilogue=epi))
     _core.run(p, GemmArgs(a, b, c, bias=bias), a.device)
 
 
-@torch.library.custom_op("baracuda::linear", mutates_args=())
-def linear_op(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
+def _lin_fw(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
     """``x @ weightᵀ + bias`` over x's last dim (x (..., in), weight (out, in), bias (out,))."""
     x2 = x.reshape(-1, x.shape[-1])
     y = x.new_empty(tuple(x.shape[:-1]) + (weight.shape[0],))
@@ -43,14 +43,12 @@ def linear_op(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
     return y
 
 
-@linear_op.register_fake
-def _(x, weight, bias):
+def _lin_fw_fake(x, weight, bias):
     return x.new_empty(tuple(x.shape[:-1]) + (weight.shape[0],))
 
 
-@torch.library.custom_op("baracuda::linear_backward", mutates_args=())
-def linear_backward_op(dy: Tensor, x: Tensor, weight: Tensor,
-                       has_bias: bool) -> Tuple[Tensor, Tensor, Tensor]:
+def _lin_bw(dy: Tensor, x: Tensor, weight: Tensor,
+            has_bias: bool) -> Tuple[Tensor, Tensor, Tensor]:
     """(dx, dweight, dbias) of :func:`linear_op` (dbias empty without a bias)."""
     n_out, n_in = weight.shape
     dy2 = dy.reshape(-1, n_out)
@@ -63,8 +61,7 @@ def linear_backward_op(dy: Tensor, x: Tensor, weight: Tensor,
     return dx, dw, db
 
 
-@linear_backward_op.register_fake
-def _(dy, x, weight, has_bias):
+def _lin_bw_fake(dy, x, weight, has_bias):
     return (x.new_empty(x.shape), torch.empty_like(weight),
             dy.new_empty((weight.shape[0],)) if has_bias else dy.new_empty([0]))
 
@@ -75,18 +72,19 @@ def _lin_setup(ctx, inputs, output):
     ctx.has_bias = bias is not None
 
 
-def _lin_backward(ctx, dy):
+def _lin_backward(ctx, bw, dy):
     x, weight = ctx.saved_tensors
-    dx, dw, db = linear_backward_op(dy.contiguous(), x, weight, ctx.has_bias)
+    dx, dw, db = bw(dy.contiguous(), x, weight, ctx.has_bias)
     return dx, dw, (db if ctx.has_bias else None)
 
 
-linear_op.register_autograd(_lin_backward, setup_context=_lin_setup)
+_linear, linear_op, linear_backward_op = _core.autograd_pair(
+    "linear", _lin_fw, _lin_fw_fake, _lin_bw, _lin_bw_fake, _lin_setup, _lin_backward)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``torch.nn.functional.linear`` on the baracuda GEMM kernels."""
-    return linear_op(x, weight, bias)
+    return _linear(x, weight, bias)
 
 
 __all__ = ["linear", "linear_op", "linear_backward_op"]

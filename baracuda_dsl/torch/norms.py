@@ -33,34 +33,34 @@ def _param_grad(p: Optional[Tensor], like: Tensor) -> Tensor:
 
 
 # ------------------------------------------------------------------------------------ RMSNorm
-@torch.library.custom_op("baracuda::rms_norm", mutates_args=())
-def rms_norm_op(x: Tensor, weight: Optional[Tensor], normalized_ndim: int,
+def _rms_fw(x: Tensor, weight: Optional[Tensor], normalized_ndim: int,
                 eps: float) -> Tuple[Tensor, Tensor]:
     """(y, rstd): ``y = x · rstd · weight``, ``rstd = 1/sqrt(mean(x²) + eps)`` per row."""
     x = x.contiguous()
     y = torch.empty_like(x)
     rstd = x.new_empty((_core.rows_of(x.shape, normalized_ndim),), dtype=_core.stats_dtype(x))
-    p = _core.plan(RMSNormPlan, RMSNormDescriptor(tuple(x.shape), normalized_ndim, x.dtype,
-                                                  float(eps), weight is not None))
+    shape, hw = tuple(x.shape), weight is not None
+    p = _core.plan_by_key(("rms", shape, normalized_ndim, x.dtype, eps, hw), RMSNormPlan,
+                          lambda: RMSNormDescriptor(shape, normalized_ndim, x.dtype, float(eps),
+                                                    hw))
     _core.run(p, RMSNormArgs(x, y, weight=weight, rstd=rstd), x.device)
     return y, rstd
 
 
-@rms_norm_op.register_fake
-def _(x, weight, normalized_ndim, eps):
+def _rms_fw_fake(x, weight, normalized_ndim, eps):
     return (torch.empty_like(x, memory_format=torch.contiguous_format),
             x.new_empty((_core.rows_of(x.shape, normalized_ndim),), dtype=_core.stats_dtype(x)))
 
 
-@torch.library.custom_op("baracuda::rms_norm_backward", mutates_args=())
-def rms_norm_backward_op(dy: Tensor, x: Tensor, rstd: Tensor, weight: Optional[Tensor],
-                         normalized_ndim: int) -> Tuple[Tensor, Tensor]:
+def _rms_bw(dy: Tensor, x: Tensor, rstd: Tensor, weight: Optional[Tensor],
+            normalized_ndim: int) -> Tuple[Tensor, Tensor]:
     """(dx, dweight) of :func:`rms_norm_op` (dweight empty without a weight)."""
     dy, x = dy.contiguous(), x.contiguous()
     dx = torch.empty_like(x)
     dw = _param_grad(weight, x)
-    p = _core.plan(RMSNormBackwardPlan, RMSNormBackwardDescriptor(
-        tuple(x.shape), normalized_ndim, x.dtype, weight is not None))
+    shape, hw = tuple(x.shape), weight is not None
+    p = _core.plan_by_key(("rms_bw", shape, normalized_ndim, x.dtype, hw), RMSNormBackwardPlan,
+                          lambda: RMSNormBackwardDescriptor(shape, normalized_ndim, x.dtype, hw))
     if x.numel() == 0:
         dw.zero_()
     _core.run(p, RMSNormBackwardArgs(dy, x, rstd, dx, weight=weight,
@@ -68,8 +68,7 @@ def rms_norm_backward_op(dy: Tensor, x: Tensor, rstd: Tensor, weight: Optional[T
     return dx, dw
 
 
-@rms_norm_backward_op.register_fake
-def _(dy, x, rstd, weight, normalized_ndim):
+def _rms_bw_fake(dy, x, rstd, weight, normalized_ndim):
     return (torch.empty_like(x, memory_format=torch.contiguous_format),
             _param_grad(weight, x))
 
@@ -80,13 +79,14 @@ def _rms_setup(ctx, inputs, output):
     ctx.normalized_ndim = normalized_ndim
 
 
-def _rms_backward(ctx, dy, _drstd):
+def _rms_backward(ctx, bw, dy, _drstd):
     x, weight, rstd = ctx.saved_tensors
-    dx, dw = rms_norm_backward_op(dy, x, rstd, weight, ctx.normalized_ndim)
+    dx, dw = bw(dy, x, rstd, weight, ctx.normalized_ndim)
     return dx, (dw if weight is not None else None), None, None
 
 
-rms_norm_op.register_autograd(_rms_backward, setup_context=_rms_setup)
+_rms_norm, rms_norm_op, rms_norm_backward_op = _core.autograd_pair(
+    "rms_norm", _rms_fw, _rms_fw_fake, _rms_bw, _rms_bw_fake, _rms_setup, _rms_backward)
 
 
 def rms_norm(x: Tensor, normalized_shape, weight: Optional[Tensor] = None,
@@ -96,12 +96,11 @@ def rms_norm(x: Tensor, normalized_shape, weight: Optional[Tensor] = None,
     k = 1 if isinstance(normalized_shape, int) else len(tuple(normalized_shape))
     if eps is None:
         eps = torch.finfo(x.dtype).eps
-    return rms_norm_op(x, weight, k, float(eps))[0]
+    return _rms_norm(x, weight, k, float(eps))[0]
 
 
 # ---------------------------------------------------------------------------------- LayerNorm
-@torch.library.custom_op("baracuda::layer_norm", mutates_args=())
-def layer_norm_op(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor],
+def _ln_fw(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor],
                   normalized_ndim: int, eps: float) -> Tuple[Tensor, Tensor, Tensor]:
     """(y, mean, rstd): ``y = (x − mean) · rstd · weight + bias`` per row (biased variance)."""
     x = x.contiguous()
@@ -116,16 +115,14 @@ def layer_norm_op(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor],
     return y, mean, rstd
 
 
-@layer_norm_op.register_fake
-def _(x, weight, bias, normalized_ndim, eps):
+def _ln_fw_fake(x, weight, bias, normalized_ndim, eps):
     m = _core.rows_of(x.shape, normalized_ndim)
     return (torch.empty_like(x, memory_format=torch.contiguous_format),
             x.new_empty((m,), dtype=_core.stats_dtype(x)),
             x.new_empty((m,), dtype=_core.stats_dtype(x)))
 
 
-@torch.library.custom_op("baracuda::layer_norm_backward", mutates_args=())
-def layer_norm_backward_op(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor,
+def _ln_bw(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor,
                            weight: Optional[Tensor], has_bias: bool,
                            normalized_ndim: int) -> Tuple[Tensor, Tensor, Tensor]:
     """(dx, dweight, dbias) of :func:`layer_norm_op` (parameter gradients empty when absent)."""
@@ -145,8 +142,7 @@ def layer_norm_backward_op(dy: Tensor, x: Tensor, mean: Tensor, rstd: Tensor,
     return dx, dw, db
 
 
-@layer_norm_backward_op.register_fake
-def _(dy, x, mean, rstd, weight, has_bias, normalized_ndim):
+def _ln_bw_fake(dy, x, mean, rstd, weight, has_bias, normalized_ndim):
     pshape = tuple(x.shape[len(x.shape) - normalized_ndim:])
     return (torch.empty_like(x, memory_format=torch.contiguous_format), _param_grad(weight, x),
             x.new_empty(pshape) if has_bias else x.new_empty(_EMPTY))
@@ -159,21 +155,21 @@ def _ln_setup(ctx, inputs, output):
     ctx.normalized_ndim = normalized_ndim
 
 
-def _ln_backward(ctx, dy, _dmean, _drstd):
+def _ln_backward(ctx, bw, dy, _dmean, _drstd):
     x, weight, mean, rstd = ctx.saved_tensors
-    dx, dw, db = layer_norm_backward_op(dy, x, mean, rstd, weight, ctx.has_bias,
-                                        ctx.normalized_ndim)
+    dx, dw, db = bw(dy, x, mean, rstd, weight, ctx.has_bias, ctx.normalized_ndim)
     return (dx, dw if weight is not None else None, db if ctx.has_bias else None, None, None)
 
 
-layer_norm_op.register_autograd(_ln_backward, setup_context=_ln_setup)
+_layer_norm, layer_norm_op, layer_norm_backward_op = _core.autograd_pair(
+    "layer_norm", _ln_fw, _ln_fw_fake, _ln_bw, _ln_bw_fake, _ln_setup, _ln_backward)
 
 
 def layer_norm(x: Tensor, normalized_shape, weight: Optional[Tensor] = None,
                bias: Optional[Tensor] = None, eps: float = 1e-5) -> Tensor:
     """``torch.nn.functional.layer_norm`` on the baracuda kernels."""
     k = 1 if isinstance(normalized_shape, int) else len(tuple(normalized_shape))
-    return layer_norm_op(x, weight, bias, k, float(eps))[0]
+    return _layer_norm(x, weight, bias, k, float(eps))[0]
 
 
 __all__ = ["rms_norm", "layer_norm", "rms_norm_op", "rms_norm_backward_op", "layer_norm_op",

@@ -27,8 +27,7 @@ from . import _core
 
 
 # ------------------------------------------------------------------------------------ softmax
-@torch.library.custom_op("baracuda::softmax", mutates_args=())
-def softmax_op(x: Tensor, log: bool) -> Tensor:
+def _sm_fw(x: Tensor, log: bool) -> Tensor:
     """softmax (``log=False``) or log_softmax of ``x`` along its last dim."""
     x = x.contiguous()
     y = torch.empty_like(x)
@@ -37,13 +36,11 @@ def softmax_op(x: Tensor, log: bool) -> Tensor:
     return y
 
 
-@softmax_op.register_fake
-def _(x, log):
+def _sm_fw_fake(x, log):
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op("baracuda::softmax_backward", mutates_args=())
-def softmax_backward_op(dy: Tensor, y: Tensor, log: bool) -> Tensor:
+def _sm_bw(dy: Tensor, y: Tensor, log: bool) -> Tensor:
     """dx of :func:`softmax_op` from the output ``y``."""
     dy, y = dy.contiguous(), y.contiguous()
     dx = torch.empty_like(y)
@@ -53,8 +50,7 @@ def softmax_backward_op(dy: Tensor, y: Tensor, log: bool) -> Tensor:
     return dx
 
 
-@softmax_backward_op.register_fake
-def _(dy, y, log):
+def _sm_bw_fake(dy, y, log):
     return torch.empty_like(y, memory_format=torch.contiguous_format)
 
 
@@ -63,20 +59,21 @@ def _sm_setup(ctx, inputs, output):
     ctx.log = inputs[1]
 
 
-def _sm_backward(ctx, dy):
+def _sm_backward(ctx, bw, dy):
     (y,) = ctx.saved_tensors
-    return softmax_backward_op(dy, y, ctx.log), None
+    return bw(dy, y, ctx.log), None
 
 
-softmax_op.register_autograd(_sm_backward, setup_context=_sm_setup)
+_softmax, softmax_op, softmax_backward_op = _core.autograd_pair(
+    "softmax", _sm_fw, _sm_fw_fake, _sm_bw, _sm_bw_fake, _sm_setup, _sm_backward)
 
 
 def _along(x: Tensor, dim: int, log: bool) -> Tensor:
     last = x.dim() - 1
     dim = dim % max(x.dim(), 1)
     if dim == last:
-        return softmax_op(x, log)
-    return softmax_op(x.movedim(dim, -1), log).movedim(-1, dim)
+        return _softmax(x, log)
+    return _softmax(x.movedim(dim, -1), log).movedim(-1, dim)
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
@@ -100,8 +97,7 @@ def _loss_shape(n: int, reduction: str):
     return (n,) if reduction == "none" else ()
 
 
-@torch.library.custom_op("baracuda::cross_entropy", mutates_args=())
-def cross_entropy_op(logits: Tensor, target: Tensor, weight: Optional[Tensor], reduction: str,
+def _ce_fw(logits: Tensor, target: Tensor, weight: Optional[Tensor], reduction: str,
                      ignore_index: int, label_smoothing: float) -> Tuple[Tensor, Tensor, Tensor]:
     """(loss, lse, total_weight) of class-index cross-entropy over logits (n, c)."""
     logits = logits.contiguous()
@@ -120,16 +116,14 @@ def cross_entropy_op(logits: Tensor, target: Tensor, weight: Optional[Tensor], r
     return loss, lse, tw
 
 
-@cross_entropy_op.register_fake
-def _(logits, target, weight, reduction, ignore_index, label_smoothing):
+def _ce_fw_fake(logits, target, weight, reduction, ignore_index, label_smoothing):
     st = _core.stats_dtype(logits)
     n = logits.shape[0]
     return (logits.new_empty(_loss_shape(n, reduction)), logits.new_empty((n,), dtype=st),
             logits.new_empty((1,), dtype=st))
 
 
-@torch.library.custom_op("baracuda::cross_entropy_backward", mutates_args=())
-def cross_entropy_backward_op(grad_loss: Tensor, logits: Tensor, target: Tensor,
+def _ce_bw(grad_loss: Tensor, logits: Tensor, target: Tensor,
                               weight: Optional[Tensor], lse: Tensor, total_weight: Tensor,
                               reduction: str, ignore_index: int,
                               label_smoothing: float) -> Tensor:
@@ -146,9 +140,8 @@ def cross_entropy_backward_op(grad_loss: Tensor, logits: Tensor, target: Tensor,
     return dx
 
 
-@cross_entropy_backward_op.register_fake
-def _(grad_loss, logits, target, weight, lse, total_weight, reduction, ignore_index,
-      label_smoothing):
+def _ce_bw_fake(grad_loss, logits, target, weight, lse, total_weight, reduction, ignore_index,
+                label_smoothing):
     return torch.empty_like(logits, memory_format=torch.contiguous_format)
 
 
@@ -158,20 +151,21 @@ def _ce_setup(ctx, inputs, output):
     ctx.args = (reduction, ignore_index, label_smoothing)
 
 
-def _ce_backward(ctx, dloss, _dlse, _dtw):
+def _ce_backward(ctx, bw, dloss, _dlse, _dtw):
     logits, target, weight, lse, tw = ctx.saved_tensors
-    dx = cross_entropy_backward_op(dloss, logits, target, weight, lse, tw, *ctx.args)
+    dx = bw(dloss, logits, target, weight, lse, tw, *ctx.args)
     return dx, None, None, None, None, None
 
 
-cross_entropy_op.register_autograd(_ce_backward, setup_context=_ce_setup)
+_cross_entropy, cross_entropy_op, cross_entropy_backward_op = _core.autograd_pair(
+    "cross_entropy", _ce_fw, _ce_fw_fake, _ce_bw, _ce_bw_fake, _ce_setup, _ce_backward)
 
 
 def cross_entropy(logits: Tensor, target: Tensor, weight: Optional[Tensor] = None,
                   ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
     """``torch.nn.functional.cross_entropy`` for (n, c) logits and (n,) class indices."""
-    return cross_entropy_op(logits, target, weight, reduction, ignore_index, label_smoothing)[0]
+    return _cross_entropy(logits, target, weight, reduction, ignore_index, label_smoothing)[0]
 
 
 __all__ = ["softmax", "log_softmax", "cross_entropy", "softmax_op", "softmax_backward_op",

@@ -191,6 +191,49 @@ def test_kernel_call_patches_in_any_order(monkeypatch):
     assert log[-1] == ("replay", (3, 1, 1), [7, 0xBBB0, 2.5, 0xAAA0], 5)
 
 
+def test_kernel_call_python_path_with_a_tmap_slot(monkeypatch):
+    """The pure-Python path copies the template into a fresh per-thread pack whose 64-byte
+    alignment offset differs from the template's pack on most allocations: only the parameter
+    bytes move (a BufferError / misplaced values otherwise), for every offset that occurs."""
+    from baracuda_dsl.abi import Param
+
+    monkeypatch.setattr(launcher, "_EXT", None)
+    monkeypatch.setattr(THREAD_STATE, "current", 0, raising=False)
+    log = []
+    params = (("a", "i32"), ("t", "tmap"), ("p", "ptr"), ("b", "f64"))
+    k = FakeKernel(params, log)
+    k._launch = lambda *a: (0,)                  # the decoder does not read tmap slots
+    offs, _ = launcher.layout(tuple(Param(n, t) for n, t in params))
+    keep, layout, bases = [], launcher.layout, []
+
+    def layout_moved(abi):
+        """The template's pack (1st, 3rd, ... call) with a small alignment offset, the
+        per-thread pack (2nd, 4th, ...) with a larger one (allocations in between move it):
+        the template's bytes past the parameters no longer fit after the second offset."""
+        thread_pack = len(bases) % 2 == 1
+        out = layout(abi)
+        keep.append(out)
+        for pad in range(1, 512):
+            if (out[1]._base > bases[-1]) if thread_pack else (out[1]._base < 48):
+                break
+            keep.append(bytearray(8 * pad))
+            out = layout(abi)
+            keep.append(out)
+        bases.append(out[1]._base)
+        return out
+
+    monkeypatch.setattr(launcher, "layout", layout_moved)
+    tmap = bytes(range(128))
+    for j in range(16):
+        call = launcher.KernelCall(k, (1, 1, 1), [7 + j, tmap, 0, 2.5], [(offs[2], "Q")])
+        call(0, 0xABC0 + j)
+        buf = call._local.buf[0]
+        assert bases[-1] > bases[-2], f"the case is not covered: offsets {bases[-2:]}"
+        assert struct.unpack_from("<i", buf, offs[0])[0] == 7 + j
+        assert bytes(buf[offs[1]:offs[1] + 128]) == tmap
+        assert struct.unpack_from("<Qd", buf, offs[2]) == (0xABC0 + j, 2.5)
+
+
 def test_pointer_sources():
     spans = [(0, 400), (0, 400)]
     ptrs = [0x1000, 0x2000]
