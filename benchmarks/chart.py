@@ -66,6 +66,8 @@ import re
 import sys
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from .harness import md_table            # harness imports torch only when it times
+
 #: unit of the memory-bound panel
 FRAC = "fraction of copy"
 #: unit of the compute-bound panel
@@ -530,21 +532,11 @@ def markdown(data: ChartData, command: Optional[str] = None) -> str:
     out = [head, ""]
     if command:
         out += [f"Command: `{command}`", ""]
-    out.append(_md_table(("family", "op — case", "unit", "ours", "torch", "torch.compile",
+    out.append(md_table(("family", "op — case", "unit", "ours", "torch", "torch.compile",
                           "ours / torch", "section"), rows))
     if data.notes:
         out += ["", "Notes: " + "; ".join(data.notes) + "."]
     return "\n".join(out) + "\n"
-
-
-def _md_table(headers, rows) -> str:
-    def cell(x) -> str:
-        return str(x).replace("|", "\\|")
-
-    out = ["| " + " | ".join(cell(h) for h in headers) + " |",
-           "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
 
 
 #: bar colours: ours, torch, torch.compile

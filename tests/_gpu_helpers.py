@@ -138,3 +138,14 @@ def randn(torch, shape, dtype, gen, scale=1.0):
     ``dtype`` (a name), on the GPU."""
     return (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float64) * scale).to(
         getattr(torch, dtype))
+
+
+def exact_values(rng, shape, dtype, scale=1.0, shift=0.0):
+    """(float64 numpy values exactly representable in ``dtype``, the same values in ``dtype``):
+    ``shift + scale · N(0, 1)`` drawn with numpy ``rng`` and rounded once to ``dtype`` (a name;
+    bfloat16 through ml_dtypes) — operands whose float64 reference sees no input rounding."""
+    import ml_dtypes
+
+    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    a = (shift + scale * rng.standard_normal(shape)).astype(dt)
+    return a.astype(np.float64), a

@@ -3,29 +3,13 @@
 mask)·v, GQA by repeating the k / v heads); MHA, GQA and MQA, head dims 64 / 128, odd lengths."""
 
 import math
-import os
 
 import numpy as np
 import pytest
 
 from _gpu_helpers import assert_terms_close
 
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-
 pytestmark = pytest.mark.gpu
-
-
-@pytest.fixture
-def jx():
-    """(jax, the first GPU, the CPU device) with float64 enabled."""
-    jax = pytest.importorskip("jax")
-    pytest.importorskip("jax.experimental.buffer_callback")
-    old = bool(jax.config.read("jax_enable_x64"))
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield jax, jax.devices("gpu")[0], jax.devices("cpu")[0]
-    finally:
-        jax.config.update("jax_enable_x64", old)
 
 
 def _ref(jnp, q, k, v, causal, scale):

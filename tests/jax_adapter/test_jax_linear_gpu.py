@@ -2,39 +2,14 @@
 gradients, under ``jax.jit``, against float64 products on the CPU backend; bounds from the
 output dtype with the Σ|a||b| scale of each dot product; odd, folded and empty shapes."""
 
-import os
-
 import numpy as np
 import pytest
 
-from _gpu_helpers import assert_terms_close
-
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+from _gpu_helpers import assert_terms_close, exact_values
 
 pytestmark = pytest.mark.gpu
 
 DTYPES = ["float32", "bfloat16", "float16", "float64"]
-
-
-@pytest.fixture
-def jx():
-    """(jax, the first GPU, the CPU device) with float64 enabled."""
-    jax = pytest.importorskip("jax")
-    pytest.importorskip("jax.experimental.buffer_callback")
-    old = bool(jax.config.read("jax_enable_x64"))
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield jax, jax.devices("gpu")[0], jax.devices("cpu")[0]
-    finally:
-        jax.config.update("jax_enable_x64", old)
-
-
-def _data(rng, shape, dtype, scale=1.0):
-    import ml_dtypes
-
-    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
-    a = (scale * rng.standard_normal(shape)).astype(dt)
-    return a.astype(np.float64), a
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -48,10 +23,10 @@ def test_linear_forward_and_grad(jx, dtype, bias):
     for xs, n_out in [((2, 5, 64), 48), ((17, 40), 24), ((3, 1, 128), 256), ((0, 32), 16),
                       ((4, 8), 0)]:
         n_in = xs[-1]
-        x64, x = _data(rng, xs, dtype)
-        w64, w = _data(rng, (n_out, n_in), dtype, 0.2)
-        b64, b = _data(rng, (n_out,), dtype)
-        dy64, dy = _data(rng, xs[:-1] + (n_out,), dtype)
+        x64, x = exact_values(rng, xs, dtype)
+        w64, w = exact_values(rng, (n_out, n_in), dtype, 0.2)
+        b64, b = exact_values(rng, (n_out,), dtype)
+        dy64, dy = exact_values(rng, xs[:-1] + (n_out,), dtype)
         dyg = jax.device_put(dy, gpu)
         ins = [jax.device_put(a, gpu) for a in ((x, w, b) if bias else (x, w))]
         refs = [jax.device_put(a, cpu) for a in ((x64, w64, b64) if bias else (x64, w64))]
@@ -89,9 +64,9 @@ def test_matmul_forward_and_grad(jx, dtype):
 
     rng = np.random.default_rng(6)
     for m, k, n in [(7, 33, 5), (128, 256, 64), (1, 1000, 3), (5, 0, 4)]:
-        a64, a = _data(rng, (m, k), dtype)
-        b64, b = _data(rng, (k, n), dtype)
-        g64, g = _data(rng, (m, n), dtype)
+        a64, a = exact_values(rng, (m, k), dtype)
+        b64, b = exact_values(rng, (k, n), dtype)
+        g64, g = exact_values(rng, (m, n), dtype)
         gg = jax.device_put(g, gpu)
         ag, bg = jax.device_put(a, gpu), jax.device_put(b, gpu)
         c = jax.jit(bj.matmul)(ag, bg)

@@ -4,40 +4,15 @@ formulas in plain jax.numpy evaluated in float64 on the CPU backend; odd, multi-
 shapes; vmap.  (XLA allocates the results, so there is no output to poison: a result the kernel
 did not write shows up as a mismatch against the reference.)"""
 
-import os
 
 import numpy as np
 import pytest
 
-from _gpu_helpers import assert_terms_close
-
-os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+from _gpu_helpers import assert_terms_close, exact_values
 
 pytestmark = pytest.mark.gpu
 
 DTYPES = ["float32", "bfloat16", "float16", "float64"]
-
-
-@pytest.fixture
-def jx():
-    """(jax, the first GPU, the CPU device) with float64 enabled (references and f64 cases)."""
-    jax = pytest.importorskip("jax")
-    pytest.importorskip("jax.experimental.buffer_callback")
-    old = bool(jax.config.read("jax_enable_x64"))
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield jax, jax.devices("gpu")[0], jax.devices("cpu")[0]
-    finally:
-        jax.config.update("jax_enable_x64", old)
-
-
-def _data(rng, shape, dtype, scale=1.0, shift=0.0):
-    """(float64 numpy values exactly representable in ``dtype``, the same cast to dtype)."""
-    import ml_dtypes
-
-    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
-    a = (shift + scale * rng.standard_normal(shape)).astype(dt)
-    return a.astype(np.float64), a
 
 
 def _dev(jax, a, dev):
@@ -74,10 +49,10 @@ def test_norms_forward_and_grad(jx, dtype, kind, jit):
     rng = np.random.default_rng(1)
     for shape, k in NORM_SHAPES:
         ns = shape[len(shape) - k:]
-        x64, x = _data(rng, shape, dtype)
-        w64, w = _data(rng, ns, dtype, 0.1, 1.0)
-        b64, b = _data(rng, ns, dtype)
-        dy64, dy = _data(rng, shape, dtype)
+        x64, x = exact_values(rng, shape, dtype)
+        w64, w = exact_values(rng, ns, dtype, 0.1, 1.0)
+        b64, b = exact_values(rng, ns, dtype)
+        dy64, dy = exact_values(rng, shape, dtype)
         if kind == "rms":
             def f(x, w, b):
                 return bj.rms_norm(x, ns, w, 1e-6)
@@ -134,8 +109,8 @@ def test_softmax_forward_and_grad(jx, dtype, log, axis):
     op = bj.log_softmax if log else bj.softmax
     ref = jax.nn.log_softmax if log else jax.nn.softmax
     for shape in [(4, 100), (3, 5, 1000), (1, 4097), (6, 1), (2, 0)]:
-        x64, x = _data(rng, shape, dtype, 3.0)
-        dy64, dy = _data(rng, shape, dtype)
+        x64, x = exact_values(rng, shape, dtype, 3.0)
+        dy64, dy = exact_values(rng, shape, dtype)
         dyg = _dev(jax, dy, gpu)
         f = jax.jit(lambda x: op(x, axis))
         g = jax.jit(jax.grad(lambda x: jnp.sum(op(x, axis).astype(dyg.dtype) * dyg)))
@@ -196,14 +171,14 @@ def test_cross_entropy_forward_and_grad(jx, dtype, reduction, variant):
     rng = np.random.default_rng(3)
     ls = 0.1 if variant == "smooth" else 0.0
     for n, c, tdt in [(7, 33, np.int32), (64, 1000, np.int64), (3, 50257, np.int32)]:
-        x64, x = _data(rng, (n, c), dtype, 2.0)
+        x64, x = exact_values(rng, (n, c), dtype, 2.0)
         t = rng.integers(0, c, n).astype(tdt)
         w64 = w = None
         if variant == "weight_ignore":
             t[::3] = -100
-            w64, w = _data(rng, (c,), dtype, 0.2, 1.0)
+            w64, w = exact_values(rng, (c,), dtype, 0.2, 1.0)
         gshape = (n,) if reduction == "none" else ()
-        g64, gv = _data(rng, gshape, dtype)
+        g64, gv = exact_values(rng, gshape, dtype)
         gg = _dev(jax, gv, gpu)
         wg = None if w is None else _dev(jax, w, gpu)
         tg = _dev(jax, t, gpu)
