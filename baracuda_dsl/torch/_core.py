@@ -28,6 +28,8 @@ def plan_by_key(key: tuple, plan_cls, make_desc):
     building and validating the Descriptor)."""
     p = _BY_KEY.get(key)
     if p is None:
+        if len(_BY_KEY) >= 4096:                    # shapes keep changing: start over
+            _BY_KEY.clear()
         p = _BY_KEY[key] = plan(plan_cls, make_desc())
     return p
 
