@@ -28,6 +28,7 @@ from jax.experimental.buffer_callback import buffer_callback
 from .. import dtypes as _dt
 from ..dlpack import capsule_tensor
 from ..errors import DeviceMismatchError, InvalidProblemError
+from ..plan import prod
 from ..tensor import TensorView, contiguous_strides
 from ..vocabulary import PlanPreference, Workspace
 
@@ -79,18 +80,7 @@ def stats_dtype(dt):
 
 def rows_of(shape, normalized_ndim: int) -> int:
     """The number of rows (product of the leading dims) of a row-wise op."""
-    n = 1
-    for s in tuple(shape)[:len(shape) - normalized_ndim]:
-        n *= int(s)
-    return n
-
-
-def numel(shape) -> int:
-    """The number of elements of ``shape``."""
-    n = 1
-    for s in shape:
-        n *= int(s)
-    return n
+    return prod(tuple(shape)[:len(shape) - normalized_ndim])
 
 
 def view(buf) -> TensorView:
@@ -163,5 +153,5 @@ def call(p, build: Callable, out_types: Sequence[jax.ShapeDtypeStruct], *inputs)
     return list(outs[:len(out_types)])
 
 
-__all__ = ["preference", "use_preference", "plan", "bdtype", "stats_dtype", "rows_of", "numel",
-           "view", "call"]
+__all__ = ["preference", "use_preference", "plan", "bdtype", "stats_dtype", "rows_of", "view",
+           "call"]

@@ -23,6 +23,7 @@ import numpy as np
 from ..ops.attention.flash import (FlashAttentionArgs, FlashAttentionBackwardArgs,
                                    FlashAttentionBackwardDescriptor, FlashAttentionBackwardPlan,
                                    FlashAttentionDescriptor, FlashAttentionPlan)
+from ..plan import prod
 from . import _core
 
 SDS = jax.ShapeDtypeStruct
@@ -48,7 +49,7 @@ def flash_attention_fwd(q, k, v, causal: bool, scale: Optional[float]):
     """(out, lse) of attention over (B, S, H, D) arrays (one Plan run)."""
     p = _core.plan(FlashAttentionPlan, _desc(FlashAttentionDescriptor, q, k, causal, scale))
     outs = (SDS(q.shape, q.dtype), SDS((q.shape[0], q.shape[2], q.shape[1]), np.float32))
-    if _core.numel(q.shape) == 0:
+    if prod(q.shape) == 0:
         return jnp.zeros(outs[0].shape, q.dtype), jnp.zeros(outs[1].shape, np.float32)
     out, lse = _core.call(p, _fa_build, outs, q, k, v)
     return out, lse
@@ -59,7 +60,7 @@ def flash_attention_bwd(dout, q, k, v, out, lse, causal: bool, scale: Optional[f
     p = _core.plan(FlashAttentionBackwardPlan,
                    _desc(FlashAttentionBackwardDescriptor, q, k, causal, scale))
     outs = tuple(SDS(t.shape, t.dtype) for t in (q, k, v))
-    if _core.numel(q.shape) == 0 or _core.numel(k.shape) == 0:
+    if prod(q.shape) == 0 or prod(k.shape) == 0:
         return tuple(jnp.zeros(o.shape, o.dtype) for o in outs)
     dq, dk, dv = _core.call(p, _fa_bw_build, outs, q, k, v, out, dout.astype(q.dtype), lse)
     return dq, dk, dv

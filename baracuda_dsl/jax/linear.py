@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from ..ops.gemm.gemm import GemmArgs, GemmDescriptor, GemmPlan
+from ..plan import prod
 from . import _core
 
 SDS = jax.ShapeDtypeStruct
@@ -70,7 +71,7 @@ def _linear(x, weight, bias):
 
 def _linear_f(x, weight, bias):
     n_out, n_in = weight.shape
-    m = _core.numel(x.shape[:-1])
+    m = prod(x.shape[:-1])
     y = gemm(x, weight, m, n_out, n_in, "nt", bias)
     return y.reshape(tuple(x.shape[:-1]) + (n_out,)), (x, weight, bias)
 
@@ -78,7 +79,7 @@ def _linear_f(x, weight, bias):
 def _linear_b(res, dy):
     x, weight, bias = res
     n_out, n_in = weight.shape
-    m = _core.numel(x.shape[:-1])
+    m = prod(x.shape[:-1])
     dy = dy.astype(x.dtype)
     dx = gemm(dy, weight, m, n_in, n_out, "nn").reshape(x.shape)
     dw = gemm(dy, x, n_out, n_in, m, "tn")

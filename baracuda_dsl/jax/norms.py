@@ -33,6 +33,7 @@ from ..ops.normalization.row_norm import (LayerNormArgs, LayerNormBackwardArgs,
                                           LayerNormDescriptor, LayerNormPlan, RMSNormArgs,
                                           RMSNormBackwardArgs, RMSNormBackwardDescriptor,
                                           RMSNormBackwardPlan, RMSNormDescriptor, RMSNormPlan)
+from ..plan import prod
 from . import _core
 
 SDS = jax.ShapeDtypeStruct
@@ -66,7 +67,7 @@ def rms_norm_fwd(x, weight, normalized_ndim: int, eps: float):
                                                   _core.bdtype(x.dtype), float(eps),
                                                   weight is not None))
     outs = (SDS(x.shape, x.dtype), _stats(x, normalized_ndim))
-    if _core.numel(x.shape) == 0:
+    if prod(x.shape) == 0:
         return tuple(jnp.zeros(o.shape, o.dtype) for o in outs)
     ins = (x,) if weight is None else (x, weight)
     y, rstd = _core.call(p, _rms_build, outs, *ins)
@@ -80,7 +81,7 @@ def rms_norm_bwd(dy, x, rstd, weight, normalized_ndim: int):
     outs = [SDS(x.shape, x.dtype)]
     if weight is not None:
         outs.append(SDS(weight.shape, weight.dtype))
-    if _core.numel(x.shape) == 0:
+    if prod(x.shape) == 0:
         res = [jnp.zeros(o.shape, o.dtype) for o in outs]
     else:
         ins = (dy.astype(x.dtype), x, rstd) + (() if weight is None else (weight,))
@@ -139,7 +140,7 @@ def layer_norm_fwd(x, weight, bias, normalized_ndim: int, eps: float):
                                                       weight is not None, bias is not None))
     st = _stats(x, normalized_ndim)
     outs = (SDS(x.shape, x.dtype), st, st)
-    if _core.numel(x.shape) == 0:
+    if prod(x.shape) == 0:
         return tuple(jnp.zeros(o.shape, o.dtype) for o in outs)
     ins = (x,) + tuple(t for t in (weight, bias) if t is not None)
     y, mean, rstd = _core.call(p, _ln_build, outs, *ins)
@@ -156,7 +157,7 @@ def layer_norm_bwd(dy, x, mean, rstd, weight, bias, normalized_ndim: int):
     for t in (weight, bias):
         if t is not None:
             outs.append(SDS(t.shape, t.dtype))
-    if _core.numel(x.shape) == 0:
+    if prod(x.shape) == 0:
         res = [jnp.zeros(o.shape, o.dtype) for o in outs]
     else:
         ins = (dy.astype(x.dtype), x, mean, rstd) + (() if weight is None else (weight,))

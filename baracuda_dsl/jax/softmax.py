@@ -32,6 +32,7 @@ from ..ops.losses.cross_entropy import (CrossEntropyArgs, CrossEntropyBackwardAr
                                         CrossEntropyPlan)
 from ..ops.softmax.softmax import (SoftmaxArgs, SoftmaxBackwardArgs, SoftmaxBackwardDescriptor,
                                    SoftmaxBackwardPlan, SoftmaxDescriptor, SoftmaxPlan)
+from ..plan import prod
 from . import _core
 
 SDS = jax.ShapeDtypeStruct
@@ -50,7 +51,7 @@ def softmax_fwd(x, log: bool):
     """softmax (``log=False``) or log_softmax of ``x`` along its last dim (one Plan run)."""
     p = _core.plan(SoftmaxPlan, SoftmaxDescriptor(tuple(x.shape), _core.bdtype(x.dtype), -1,
                                                   bool(log)))
-    if _core.numel(x.shape) == 0:
+    if prod(x.shape) == 0:
         return jnp.zeros(x.shape, x.dtype)
     return _core.call(p, _sm_build, (SDS(x.shape, x.dtype),), x)[0]
 
@@ -59,7 +60,7 @@ def softmax_bwd(dy, y, log: bool):
     """dx of :func:`softmax_fwd` from its output ``y``."""
     p = _core.plan(SoftmaxBackwardPlan, SoftmaxBackwardDescriptor(
         tuple(y.shape), _core.bdtype(y.dtype), -1, bool(log)))
-    if _core.numel(y.shape) == 0:
+    if prod(y.shape) == 0:
         return jnp.zeros(y.shape, y.dtype)
     return _core.call(p, _sm_bw_build, (SDS(y.shape, y.dtype),), dy.astype(y.dtype), y)[0]
 
@@ -152,7 +153,7 @@ def cross_entropy_bwd(grad_loss, logits, target, weight, lse, total_weight, redu
     p = _core.plan(CrossEntropyBackwardPlan, _ce_desc(CrossEntropyBackwardDescriptor, logits,
                                                       target, weight is not None, reduction,
                                                       ignore_index, label_smoothing))
-    if _core.numel(logits.shape) == 0:
+    if prod(logits.shape) == 0:
         return jnp.zeros(logits.shape, logits.dtype)
     g = grad_loss.astype(logits.dtype).reshape(grad_loss.shape if reduction == "none" else (1,))
     ins = [logits, target, lse, g]

@@ -11,6 +11,7 @@ import functools
 
 import torch
 
+from ..plan import prod
 
 
 @functools.lru_cache(maxsize=4096)
@@ -67,10 +68,7 @@ def stats_dtype(t: torch.Tensor):
 
 def rows_of(shape, normalized_ndim: int) -> int:
     """The number of rows (product of the leading dims) of a row-wise op."""
-    n = 1
-    for s in tuple(shape)[:len(shape) - normalized_ndim]:
-        n *= int(s)
-    return n
+    return prod(tuple(shape)[:len(shape) - normalized_ndim])
 
 
 def autograd_pair(name: str, fw, fw_fake, bw, bw_fake, setup, backward):
@@ -106,4 +104,5 @@ def autograd_pair(name: str, fw, fw_fake, bw, bw_fake, setup, backward):
     return call, op, bw_op
 
 
-__all__ = ["plan", "plan_by_key", "stream", "workspace", "run", "stats_dtype", "rows_of", "autograd_pair"]
+__all__ = ["plan", "plan_by_key", "stream", "workspace", "run", "stats_dtype", "rows_of",
+           "autograd_pair"]

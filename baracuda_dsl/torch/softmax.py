@@ -6,7 +6,8 @@
 - ``cross_entropy(logits (n, c), target (n,) int64 / int32, weight (c,) or None, reduction,
   ignore_index, label_smoothing)`` → (loss, lse, total_weight): loss (n,) for ``"none"`` else a
   0-d tensor; ``lse`` (n,) and ``total_weight`` (1,; 0 for ``"none"``) in float32 (float64 for
-  float64) are what the backward needs.  torch.nn.functional.cross_entropy semantics for class-index targets.
+  float64) are what the backward needs.  torch.nn.functional.cross_entropy semantics for
+  class-index targets.
 dtypes float32, float16, bfloat16, float64 (half types compute in float32).
 """
 

@@ -11,8 +11,6 @@ pytestmark = pytest.mark.gpu
 DTYPES = ["float32", "bfloat16", "float16", "float64"]
 
 
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_embedding_matches_torch(dtype):
     torch = pytest.importorskip("torch")

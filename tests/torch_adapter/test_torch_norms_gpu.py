@@ -13,8 +13,6 @@ DTYPES = ["float32", "bfloat16", "float16", "float64"]
 SHAPES = [((4, 7, 64), 1), ((3, 5, 2, 48), 2), ((1, 1000), 1), ((0, 32), 1)]
 
 
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", ["rms", "layer"])
 def test_matches_torch_forward_and_backward(dtype, kind):

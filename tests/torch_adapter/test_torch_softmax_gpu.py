@@ -11,8 +11,6 @@ pytestmark = pytest.mark.gpu
 DTYPES = ["float32", "bfloat16", "float16", "float64"]
 
 
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("log", [False, True])
 def test_softmax_matches_torch(dtype, log):

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
+from ...common.status import status_view
 from ...dtypes import (DType, bfloat16, float8_e4m3, float8_e5m2, float16, float32, float64,
                        int32)
 from ...errors import InvalidProblemError, UnsupportedError
@@ -176,11 +177,8 @@ class KvCacheAppendPlan(Plan):
         elif args.block_table is not None:
             raise InvalidProblemError("block_table is given but the descriptor describes a "
                                       "contiguous cache (max_seqlen)")
-        st = None
-        if args.status is not None:
-            st = view_arg(args.status, "status", dtype=int32, device=dev)
-            if st.numel < 1:
-                raise InvalidProblemError("status: needs at least one int32 element")
+        st = status_view(args.status, dev)
+        if st is not None:
             inputs.append(("status", st))
         for s in sides:
             if s is not None:

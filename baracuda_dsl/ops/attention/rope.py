@@ -46,6 +46,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
+from ...common.status import status_view
 from ...dtypes import DType, bfloat16, dtype as as_dtype, float16, float32, float64, int32, int64
 from ...errors import InvalidProblemError, UnsupportedError
 from ...jit import freeze_knobs
@@ -367,12 +368,8 @@ class _RopeBase(Plan):
         if stab > _I32_MAX:
             raise UnsupportedError(f"cos / sin: {stab} table rows exceed 2^31 - 1")
         pos, mode, pb, ps, off = self._positions(args, dev, stab, out, dst_name)
-        st = args.status
-        sv = None
-        if st is not None:
-            sv = view_arg(st, "status", dtype=int32, device=dev)
-            if sv.numel < 1:
-                raise InvalidProblemError("status: needs at least one int32 element")
+        sv = status_view(args.status, dev)
+        if sv is not None:
             check_disjoint(sv, out, f"{type(self).__name__}: {dst_name} overlaps status")
         return x, out, cos, sin, pos, sv, mode, pb, ps, off, inplace, stab
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple
 
+from ...common.status import status_ptr
 from ...dtypes import ALL_DTYPES, DType, int32, int64
 from ...errors import InvalidProblemError, UnsupportedError
 from ...jit import freeze_knobs
@@ -72,16 +73,6 @@ def _check_count(v, what: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise InvalidProblemError(f"{what} must be an int >= 0, got {v!r}")
     return v
-
-
-def _status(obj, dev: int):
-    """(pointer, has_status) of the optional int32 status word."""
-    if obj is None:
-        return 0, 0
-    s = view_arg(obj, "status", dtype=int32, device=dev)
-    if s.numel < 1:
-        raise InvalidProblemError("status: needs at least one int32 element")
-    return s.ptr, 1
 
 
 def _check_index_view(idx: TensorView, what: str = "index") -> None:
@@ -249,7 +240,7 @@ class IndexSelectPlan(Plan):
         idx = view_arg(args.index, "index", shape=(d.n_index,), dtype=d.index, device=x.device)
         out = view_arg(args.out, "out", shape=self._out_shape, dtype=d.dtype, device=x.device)
         check_writable_no_overlap(out, "out")
-        return x, idx, out, _status(args.status, x.device)
+        return x, idx, out, status_ptr(args.status, x.device)
 
     def _launch(self, bound, st: int, ws) -> None:
         x, idx, out, status = bound
@@ -351,7 +342,7 @@ class GatherAxisPlan(Plan):
         idx = view_arg(args.index, "index", shape=d.index_shape, dtype=d.index, device=x.device)
         out = view_arg(args.out, "out", shape=d.index_shape, dtype=d.dtype, device=x.device)
         check_writable_no_overlap(out, "out")
-        return x, idx, out, _status(args.status, x.device)
+        return x, idx, out, status_ptr(args.status, x.device)
 
     def _launch(self, bound, st: int, ws) -> None:
         x, idx, out, status = bound
@@ -407,7 +398,7 @@ class GatherAxisBackwardPlan(GatherAxisPlan):
         dx = view_arg(args.dx, "dx", shape=d.shape, dtype=d.dtype, device=dy.device)
         if not dx.is_contiguous():
             raise UnsupportedError(f"dx: must be dense row-major (got strides {dx.strides})")
-        return dy, idx, dx, _status(args.status, dy.device)
+        return dy, idx, dx, status_ptr(args.status, dy.device)
 
     def _launch(self, bound, st: int, ws) -> None:
         from ...runtime.memory import memset_d8
@@ -497,7 +488,7 @@ class ScatterAxisPlan(Plan):
                        device=out.device)
         src = view_arg(args.src, "src", shape=d.index_shape, dtype=d.dtype, device=out.device)
         check_writable_no_overlap(out, "out")
-        return idx, src, out, _status(args.status, out.device)
+        return idx, src, out, status_ptr(args.status, out.device)
 
     def _launch(self, bound, st: int, ws) -> None:
         idx, src, out, status = bound
@@ -559,7 +550,7 @@ class ScatterAxisBackwardPlan(Plan):
         if dself is not None and not dself.is_contiguous():
             raise UnsupportedError(f"d_self: must be dense row-major (got strides "
                                    f"{dself.strides})")
-        return dy, idx, ds, dself, _status(args.status, dy.device)
+        return dy, idx, ds, dself, status_ptr(args.status, dy.device)
 
     def _launch(self, bound, st: int, ws) -> None:
         dy, idx, ds, dself, status = bound
@@ -755,7 +746,7 @@ class OneHotPlan(Plan):
         out = view_arg(args.out, "out", shape=d.out_shape, dtype=d.dtype, device=idx.device)
         if not out.is_contiguous():
             raise UnsupportedError(f"out: must be dense row-major (got strides {out.strides})")
-        return idx, out, _status(args.status, idx.device)
+        return idx, out, status_ptr(args.status, idx.device)
 
     def _launch(self, bound, st: int, ws) -> None:
         idx, out, status = bound

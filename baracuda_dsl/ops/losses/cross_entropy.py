@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ...common.rows import Ladder, RowPolicy, ladder_of
+from ...common.status import status_view
 from ...dtypes import FP4, DType, float32, float64, int32, int64
 from ...errors import InvalidProblemError, UnsupportedError
 from ...jit import freeze_knobs
@@ -345,14 +346,6 @@ def vector_view(obj, name, n, dt, dev, optional=True):
         raise InvalidProblemError(f"{name}: must be a dense vector of n={n} values, got shape "
                                   f"{v.shape} strides {v.strides}")
     return v
-
-
-def status_view(obj, dev):
-    """The optional int32 ``status`` word (set to 1 by the kernels on a bad target)."""
-    s = view_arg(obj, "status", optional=True, dtype=int32, device=dev)
-    if s is not None and s.numel < 1:
-        raise InvalidProblemError("status: needs at least one int32 element")
-    return s
 
 
 def ptr_of(v) -> int:

@@ -26,12 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Tuple
 
-from ...dtypes import DType, float32, int32, int64
+from ...dtypes import DType, float32, int64
 from ...errors import InvalidProblemError, UnsupportedError
 from ...jit import freeze_knobs
 from ...plan import Plan, prod, view_arg
 from ...vocabulary import BackendKind, KernelSku, OpCategory, PrecisionGuarantee
 from ...common.spatial import check_dense_in, check_image_desc, five_strides, spatial_ints, three
+from ...common.status import status_ptr
 from .fractional import MAX_GRID
 from .specs import unpool as spec
 from .specs.fractional import THREADS
@@ -129,15 +130,6 @@ class MaxUnpoolBackwardArgs:
     status: object = None
 
 
-def _status(obj, dev: int):
-    if obj is None:
-        return 0, 0
-    s = view_arg(obj, "status", dtype=int32, device=dev)
-    if s.numel < 1:
-        raise InvalidProblemError("status: needs at least one int32 element")
-    return s.ptr, 1
-
-
 class _UnpoolBase(Plan):
     _backward = False
 
@@ -171,7 +163,7 @@ class MaxUnpoolPlan(_UnpoolBase):
         idx = view_arg(args.indices, "indices", shape=d.shape, dtype=int64, device=x.device)
         y = check_dense_in(view_arg(args.y, "y", shape=d.out_shape, dtype=d.dtype,
                                     device=x.device), "y", d.layout)
-        return x, idx, y, _status(args.status, x.device)
+        return x, idx, y, status_ptr(args.status, x.device)
 
     def _launch(self, bound, stream: int, ws) -> None:
         x, idx, y, (sp, has) = bound
@@ -202,7 +194,7 @@ class MaxUnpoolBackwardPlan(_UnpoolBase):
         idx = view_arg(args.indices, "indices", shape=d.shape, dtype=int64, device=dy.device)
         dx = check_dense_in(view_arg(args.dx, "dx", shape=d.shape, dtype=d.dtype,
                                      device=dy.device), "dx", d.layout)
-        return dy, idx, dx, _status(args.status, dy.device)
+        return dy, idx, dx, status_ptr(args.status, dy.device)
 
     def _launch(self, bound, stream: int, ws) -> None:
         dy, idx, dx, (sp, has) = bound
